@@ -1,0 +1,107 @@
+"""Backends: how to generate, allocate, launch and run library ops. `cpu` is numba.njit; `cuda`
+lives in cuda.py. Both see the same fusion bodies."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ir import Node
+from ir.interp import eval_node
+from ir.stats import STATS
+from . import cpu
+
+
+@dataclass
+class Gen:
+    header: str
+    helpers: str
+    kernel: str
+    consts: list[Node]
+    meta: dict = field(default_factory=dict)
+
+
+def const_value(c: Node):
+    return c.dtype.type(c.attr("value"))
+
+
+def reduce_launch_sizes(body: Node) -> tuple[tuple[int, ...], int]:
+    """The reduction's input sizes and the chunk length of a full reduction."""
+    red = cpu.find_reduce(body)
+    m = red.inputs[0].shape
+    axes = red.attr("axes")
+    if len(axes) != len(m):
+        return m, 1
+    inner = math.prod(m[1:]) if len(m) > 1 else 1
+    return m, max(1, cpu.FULL_CHUNK // max(inner, 1))
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
+        fn_src, em = cpu.generate(body, kind, name, flat)
+        if not parallel:
+            fn_src = fn_src.replace("prange(", "range(")
+        par = "prange(" in fn_src
+        deco = f"@njit(parallel={par}, error_model='numpy', cache=True)"
+        helpers = em.helper_source("@njit(inline='always', error_model='numpy', cache=True)")
+        return Gen(cpu.HEADER, helpers, deco + "\n" + fn_src, em.consts)
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def from_host(self, a: np.ndarray):
+        return a
+
+    def to_host(self, x) -> np.ndarray:
+        return x
+
+    def is_contiguous(self, x) -> bool:
+        return x.flags.c_contiguous
+
+    def contiguous(self, x):
+        return np.ascontiguousarray(x)
+
+    def flatten(self, x):
+        return x.reshape(-1)
+
+    def launch(self, kernel, body: Node, out, params: list, consts: list) -> None:
+        fn = kernel.fn
+        before = len(fn.signatures)
+        hits = sum(fn.stats.cache_hits.values())
+        t0 = time.perf_counter()
+        if kernel.kind == "loop":
+            fn(out, *params, *consts)
+        else:
+            m, ch = reduce_launch_sizes(body)
+            fn(out, *params, *consts, *m, ch)
+        dt = time.perf_counter() - t0
+        if len(fn.signatures) > before:
+            if sum(fn.stats.cache_hits.values()) > hits:
+                STATS.cache_hits_disk += 1
+            else:
+                STATS.kernels_compiled += 1
+                if before:
+                    STATS.recompiles += 1
+            STATS.compile_s += dt
+        else:
+            STATS.run_s += dt
+        STATS.kernels_launched += 1
+
+    def run_node(self, n: Node, args: list):
+        """Views, library ops (matmul, concatenate, setslice) and interpreter fallbacks."""
+        return eval_node(n, args)
+
+
+_BACKENDS: dict[str, Any] = {"cpu": CpuBackend()}
+
+
+def get(name: str):
+    if name not in _BACKENDS and name == "cuda":
+        from .cuda import CudaBackend
+        _BACKENDS["cuda"] = CudaBackend()
+    return _BACKENDS[name]

@@ -1,0 +1,193 @@
+"""CPU codegen: a fusion body becomes a `numba.njit(parallel=True)` function with prange loops.
+
+Loop kernels write `out` at every index. Reduction kernels keep the kept axes outside (prange on
+the first) and the reduced axes inside; float sums accumulate in float64 in blocks of 1024 along
+the innermost reduced axis; a full reduction splits its first axis into chunks whose partial
+results are combined in order, so results do not depend on the thread count.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Node, toposort
+from ir.registry import OPS, reduce_identity
+from .emit import Emitter, tname
+
+BLOCK = 1024
+FULL_CHUNK = 4096
+
+HEADER = """import math
+import numpy as np
+from numba import njit, prange
+"""
+
+
+def find_reduce(body: Node) -> Node | None:
+    reds = [n for n in toposort([body]) if n.op in OPS and OPS[n.op].kind.value == "reduce"]
+    assert len(reds) <= 1, "one reduction per fusion"
+    return reds[0] if reds else None
+
+
+def is_flat(body: Node) -> bool:
+    """Pure elementwise over same-shaped params: iterate as one flat loop when layouts allow."""
+    nodes = toposort([body])
+    return all(n.op not in ("broadcast_to", "transpose") and
+               (n.op != "param" or n.shape == body.shape) for n in nodes) and \
+        find_reduce(body) is None
+
+
+def acc_dtype(red: Node) -> np.dtype:
+    dt = red.dtype
+    if red.op in ("reduce_sum", "reduce_prod") and dt.kind == "f":
+        return np.dtype(np.float64)
+    return dt
+
+
+def _ident_literal(red: Node) -> str:
+    v = reduce_identity(OPS[red.op], red.inputs[0].dtype)
+    if isinstance(v, float):
+        return {float("inf"): "math.inf", float("-inf"): "-math.inf"}.get(v, repr(v))
+    return repr(v)
+
+
+def signature_args(em: Emitter) -> list[str]:
+    return ["out"] + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
+
+
+def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
+    rank = 1 if flat else body.ndim
+    idx = tuple(f"i{k}" for k in range(rank))
+    args = signature_args(em)
+    lines = [f"def {name}({', '.join(args)}):"]
+    for k in range(rank):
+        lines.append(f"    n{k} = out.shape[{k}]")
+    inner: list[str] = []
+    res = em.emit(body, idx, inner, {})
+    ind = "    "
+    for k in range(rank):
+        rng = "prange" if k == 0 else "range"
+        lines.append(f"{ind}for i{k} in {rng}(n{k}):")
+        ind += "    "
+    lines += [ind + s for s in inner]
+    lines.append(f"{ind}out[{', '.join(idx) if idx else '()'}] = {res}")
+    return "\n".join(lines)
+
+
+def _better(red: Node, v: str, best: str) -> str:
+    cmp = ">" if red.op == "argmax" else "<"
+    if red.inputs[0].dtype.kind == "f":
+        return f"{best} == {best} and ({v} {cmp} {best} or {v} != {v})"
+    return f"{v} {cmp} {best}"
+
+
+def gen_reduce(em: Emitter, body: Node, name: str) -> str:
+    red = find_reduce(body)
+    src = red.inputs[0]
+    axes = red.attr("axes")
+    p = src.ndim
+    j = [f"j{k}" for k in range(p)]
+    kept = [k for k in range(p) if k not in axes]
+    redax = [k for k in range(p) if k in axes]
+    is_arg = red.op in ("argmax", "argmin")
+    acc_t = tname(acc_dtype(red))
+    combine = OPS[red.op].combine
+    if combine:
+        em._need(combine)
+    blocked = red.op == "reduce_sum" and src.dtype.kind == "f" and not is_arg
+    args = signature_args(em) + [f"m{k}" for k in range(p)] + ["ch"]
+    L = [f"def {name}({', '.join(args)}):"]
+
+    def red_loops(ind: str, first_range: str | None) -> list[str]:
+        """The reduced loops with the producer and the accumulate step, at indent ind."""
+        stmts: list[str] = []
+        v = em.emit(src, tuple(j), stmts, {})
+        out: list[str] = []
+        for pos, k in enumerate(redax):
+            last = pos == len(redax) - 1
+            if pos == 0 and first_range:
+                rng = first_range
+            elif is_arg and last:
+                rng = f"range(1, m{k})"
+            else:
+                rng = f"range(m{k})"
+            if last and blocked and rng == f"range(m{k})":
+                out += [f"{ind}for {j[k]}b in range(0, m{k}, {BLOCK}):",
+                        f"{ind}    blk = {acc_t}(0)",
+                        f"{ind}    for {j[k]} in range({j[k]}b, min({j[k]}b + {BLOCK}, m{k})):"]
+                out += [ind + "        " + s for s in stmts]
+                out.append(f"{ind}        blk = {acc_t}(blk + {v})")
+                out.append(f"{ind}    acc = {acc_t}(acc + blk)")
+                return out
+            out.append(f"{ind}for {j[k]} in {rng}:")
+            ind += "    "
+        out += [ind + s for s in stmts]
+        if is_arg:
+            out += [f"{ind}if {_better(red, v, 'acc')}:", f"{ind}    acc = {v}",
+                    f"{ind}    bi = {j[redax[-1]]}"]
+        else:
+            out.append(f"{ind}acc = {acc_t}({_combine(combine, v)})")
+        return out
+
+    def init(ind: str, fixed: dict[int, str]) -> list[str]:
+        if not is_arg:
+            return [f"{ind}acc = {acc_t}({_ident_literal(red)})"]
+        stmts: list[str] = []
+        idx = tuple(fixed.get(k, "0") if k in axes else j[k] for k in range(p))
+        v0 = em.emit(src, idx, stmts, {})
+        return [ind + s for s in stmts] + [f"{ind}acc = {v0}", f"{ind}bi = {fixed.get(axes[0], '0')}"]
+
+    def epilogue(ind: str, target: str) -> list[str]:
+        stmts: list[str] = []
+        em.override[id(red)] = "r"
+        res = em.emit(body, tuple(j[k] for k in kept), stmts, {})
+        em.override.clear()
+        rv = "bi" if is_arg else f"{tname(red.dtype)}(acc)"
+        return [f"{ind}r = {rv}"] + [ind + s for s in stmts] + [f"{ind}out[{target}] = {res}"]
+
+    if kept:
+        ind = "    "
+        for n_, k in enumerate(kept):
+            L.append(f"{ind}for {j[k]} in {'prange' if n_ == 0 else 'range'}(m{k}):")
+            ind += "    "
+        L += init(ind, {})
+        L += red_loops(ind, None)
+        L += epilogue(ind, ", ".join(j[k] for k in kept))
+        return "\n".join(L)
+
+    # full reduction: chunks of the first axis in parallel, partials combined in order
+    a0 = redax[0]
+    L.append(f"    nch = (m{a0} + ch - 1) // ch")
+    L.append(f"    part = np.empty(max(nch, 1), {tname(src.dtype) if is_arg else acc_t})")
+    if is_arg:
+        L.append("    pidx = np.zeros(max(nch, 1), np.intp)")
+    L.append("    for c in prange(nch):")
+    if is_arg:
+        L += init("        ", {a0: "c * ch"})
+        L += red_loops("        ", f"range(c * ch + 1, min(m{a0}, (c + 1) * ch))")
+        L.append("        part[c] = acc")
+        L.append("        pidx[c] = bi")
+        L.append("    acc = part[0]")
+        L.append("    bi = pidx[0]")
+        L.append("    for c in range(1, nch):")
+        L.append(f"        if {_better(red, 'part[c]', 'acc')}:")
+        L.append("            acc = part[c]")
+        L.append("            bi = pidx[c]")
+    else:
+        L += init("        ", {})
+        L += red_loops("        ", f"range(c * ch, min(m{a0}, (c + 1) * ch))")
+        L.append("        part[c] = acc")
+        L += init("    ", {})
+        L.append("    for c in range(nch):")
+        L.append(f"        acc = {acc_t}({_combine(combine, 'part[c]')})")
+    L += epilogue("    ", "()")
+    return "\n".join(L)
+
+
+def _combine(combine: str, v: str) -> str:
+    return combine.replace("(acc, v)", f"(acc, {v})").replace(" v)", f" {v})")
+
+
+def generate(body: Node, kind: str, name: str, flat: bool) -> tuple[str, Emitter]:
+    em = Emitter(body, "cpu")
+    fn = gen_reduce(em, body, name) if kind == "reduce" else gen_loop(em, body, name, flat)
+    return fn, em

@@ -1,0 +1,125 @@
+"""Shared by both backends: a fusion body, evaluated at an index tuple, as Python statements.
+
+The kernel key abstracts every size to "1" or "n", so one kernel serves every shape with the same
+structure, dtypes, ranks and broadcast pattern. Sizes reach kernels as arguments.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ir import Node, toposort
+from ir.registry import OPS, Kind
+from ir.scalar_lib import HELPERS
+
+TYPE_NAMES = {"bool": "_b1", "int8": "_i8", "int16": "_i16", "int32": "_i32", "int64": "_i64",
+              "uint8": "_u8", "uint16": "_u16", "uint32": "_u32", "uint64": "_u64",
+              "float32": "_f32", "float64": "_f64"}
+
+
+def tname(dt: np.dtype) -> str:
+    return TYPE_NAMES[np.dtype(dt).name]
+
+
+def type_aliases() -> str:
+    return "\n".join(f"{v} = np.{'bool_' if k == 'bool' else k}" for k, v in TYPE_NAMES.items())
+
+
+def _abs_shape(shape) -> str:
+    return ",".join("1" if d == 1 else "n" for d in shape)
+
+
+def body_key(body: Node, kind: str) -> str:
+    """Canonical text of a body with sizes abstracted: the kernel cache key."""
+    ids: dict[int, int] = {}
+    lines = [kind]
+    for n in toposort([body]):
+        ids[id(n)] = len(ids)
+        attrs = []
+        for k, v in n.attrs:
+            if k == "value":
+                continue  # constants are kernel arguments
+            if k == "shape":
+                v = _abs_shape(v)
+            attrs.append(f"{k}={v}")
+        ins = ",".join(str(ids[id(i)]) for i in n.inputs)
+        lines.append(f"{n.op}({ins}){n.dtype.str}[{_abs_shape(n.shape)}]{{{';'.join(attrs)}}}")
+    return "\n".join(lines)
+
+
+def key_hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+class Emitter:
+    """Emits statements computing body nodes at index tuples. One per kernel."""
+
+    def __init__(self, body: Node, backend: str):
+        self.backend = backend
+        self.params: list[Node] = sorted({id(n): n for n in toposort([body]) if n.op == "param"}
+                                         .values(), key=lambda p: p.attr("index"))
+        consts = [n for n in toposort([body]) if n.op == "const"]
+        self.consts: list[Node] = list({id(c): c for c in consts}.values())
+        self.helpers: set[str] = set()
+        self.counter = 0
+        self.override: dict[int, str] = {}
+
+    def pname(self, p: Node) -> str:
+        return f"p{p.attr('index')}"
+
+    def cname(self, c: Node) -> str:
+        return f"c{self.consts.index(c)}"
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"t{self.counter}"
+
+    def emit(self, n: Node, idx: tuple[str, ...], out: list[str], memo: dict) -> str:
+        """Name of a variable (or literal) holding n at idx; statements go to `out`."""
+        key = (id(n), idx)
+        if key in memo:
+            return memo[key]
+        if id(n) in self.override:
+            return self.override[id(n)]
+        op = n.op
+        if op == "param":
+            ix = ", ".join(idx) if idx else "()"
+            res = self.fresh()
+            out.append(f"{res} = {self.pname(n)}[{ix}]")
+        elif op == "const":
+            res = self.cname(n)
+        elif op == "broadcast_to":
+            x = n.inputs[0]
+            lead = n.ndim - x.ndim
+            xi = tuple("0" if x.shape[j] == 1 and n.shape[lead + j] != 1 else idx[lead + j]
+                       for j in range(x.ndim))
+            res = self.emit(x, xi, out, memo)
+        elif op == "transpose":
+            perm = n.attr("perm")
+            xi = [""] * n.ndim
+            for i, p in enumerate(perm):
+                xi[p] = idx[i]
+            res = self.emit(n.inputs[0], tuple(xi), out, memo)
+        else:
+            d = OPS[op]
+            assert d.kind is Kind.ELEMENTWISE, op
+            args = [self.emit(i, idx, out, memo) for i in n.inputs]
+            tpl = d.template(tuple(i.dtype for i in n.inputs), n.dtype, self.backend)
+            assert tpl is not None, f"no kernel template for {op}"
+            self._need(tpl)
+            res = self.fresh()
+            out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)})")
+        memo[key] = res
+        return res
+
+    def _need(self, text: str) -> None:
+        for h in HELPERS:
+            if h + "(" in text:
+                self.helpers.add(h)
+                for h2 in HELPERS:  # helpers calling helpers
+                    if h2 != h and h2 + "(" in HELPERS[h]:
+                        self.helpers.add(h2)
+
+    def helper_source(self, decorator: str) -> str:
+        return "\n\n".join(f"{decorator}\n{HELPERS[h]}" for h in sorted(self.helpers))

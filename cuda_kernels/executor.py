@@ -1,0 +1,131 @@
+"""Lower an optimized graph to a program of steps (kernels, views, library calls), and run it."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir import Buffer, Node, toposort
+from ir.registry import OPS
+from ir.stats import STATS
+from . import backends
+from .backends import const_value
+from .compiler import Kernel, get_kernel
+from .cpu import is_flat
+
+VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
+LIBRARY_OPS = ("matmul", "concatenate", "setslice")
+PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
+
+
+@dataclass
+class Program:
+    roots: list[Node]
+    order: list[Node]
+    kernels: list[Kernel]
+    kernel_of: dict[int, Kernel]
+    backend: str
+    peak_bytes: int
+    bytes_copied: int
+    interpreted: list[str]
+
+
+def _contiguous_producer(n: Node) -> bool:
+    if n.op == "input":
+        v = n.attr("buf").value
+        return bool(getattr(v, "flags", None) is not None and v.flags.c_contiguous) or \
+            getattr(v, "is_c_contiguous", lambda: False)()
+    return n.op not in VIEW_OPS or (n.op == "reshape" and _contiguous_producer(n.inputs[0]))
+
+
+def _flat(n: Node) -> bool:
+    body = n.attr("body")
+    return is_flat(body) and n.ndim != 1 and all(_contiguous_producer(i) for i in n.inputs)
+
+
+def lower(roots: list[Node], backend: str) -> Program:
+    order = toposort(roots)
+    kernels, kernel_of, interpreted = [], {}, []
+    for n in order:
+        if n.op == "fusion":
+            work = max(n.size, max((i.size for i in n.inputs), default=0))
+            k = get_kernel(n.attr("body"), n.attr("kind"), backend, _flat(n), work >= PARALLEL_MIN)
+            kernel_of[id(n)] = k
+            kernels.append(k)
+        elif n.op not in ("input", "const") and n.op not in VIEW_OPS + LIBRARY_OPS:
+            interpreted.append(n.op)
+    peak, copied = plan_memory(roots, order)
+    return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted)
+
+
+def _storage(n: Node, alias: dict[int, int]) -> int:
+    return alias.get(id(n), id(n))
+
+
+def plan_memory(roots: list[Node], order: list[Node]) -> tuple[int, int]:
+    """Planned peak of intermediate buffers (inputs and requested outputs excluded), and the
+    bytes that slice writes copy (no in-place update yet)."""
+    alias: dict[int, int] = {}
+    for n in order:
+        if n.op in VIEW_OPS:
+            alias[id(n)] = _storage(n.inputs[0], alias)
+    last: dict[int, int] = {}
+    for pos, n in enumerate(order):
+        for i in n.inputs:
+            last[_storage(i, alias)] = pos
+    keep = {_storage(r, alias) for r in roots}
+    live, peak, copied = 0, 0, 0
+    size = {}
+    for pos, n in enumerate(order):
+        if n.op == "setslice":
+            copied += n.inputs[0].nbytes
+        if n.op not in ("input", "const") and n.op not in VIEW_OPS and id(n) not in keep:
+            size[id(n)] = n.nbytes
+            live += n.nbytes
+            peak = max(peak, live)
+        for i in set(_storage(i, alias) for i in n.inputs):
+            if last.get(i) == pos and i in size:
+                live -= size.pop(i)
+    return peak, copied
+
+
+def run(program: Program) -> list[Buffer]:
+    be = backends.get(program.backend)
+    vals: dict[int, object] = {}
+    for n in program.order:
+        if n.op == "input":
+            buf = n.attr("buf")
+            vals[id(n)] = be.from_buffer(buf) if hasattr(be, "from_buffer") else buf.value
+        elif n.op == "const":
+            vals[id(n)] = const_value(n)
+        elif n.op == "fusion":
+            vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs])
+        else:
+            if n.op not in VIEW_OPS + LIBRARY_OPS:
+                STATS.interpreted_nodes += 1
+            t0 = time.perf_counter()
+            args = [vals[id(i)] for i in n.inputs]
+            vals[id(n)] = be.run_node(n, args)
+            STATS.run_s += time.perf_counter() - t0
+    out = []
+    for r in program.roots:
+        v = vals[id(r)]
+        if isinstance(v, np.generic):
+            v = np.asarray(v)
+        out.append(Buffer(v))
+    return out
+
+
+def _launch(be, kernel: Kernel, n: Node, params: list):
+    body = n.attr("body")
+    out = be.empty(n.shape, n.dtype)
+    if kernel.flat:
+        params = [be.flatten(p if be.is_contiguous(p) else be.contiguous(p)) for p in params]
+        target = be.flatten(out)
+    else:
+        target = out
+    from .emit import Emitter
+    consts = [const_value(c) for c in Emitter(body, be.name).consts]
+    be.launch(kernel, body, target, params, consts)
+    return out

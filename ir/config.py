@@ -1,0 +1,43 @@
+"""Every debug knob in one place, read from the environment and overridable in a `with` block."""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field, fields
+
+
+def _env_set(name: str) -> frozenset[str]:
+    return frozenset(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
+
+
+@dataclass
+class Config:
+    backend: str = field(default_factory=lambda: os.environ.get("TRACER_BACKEND", ""))
+    debug: int = field(default_factory=lambda: int(os.environ.get("TRACER_DEBUG", "0") or 0))
+    disable_passes: frozenset[str] = field(default_factory=lambda: _env_set("TRACER_DISABLE_PASSES"))
+    dump_dir: str = field(default_factory=lambda: os.environ.get("TRACER_DUMP", ""))
+    verify: bool = field(default_factory=lambda: os.environ.get("TRACER_VERIFY", "") == "1")
+    compile_mode: str = field(default_factory=lambda: os.environ.get("TRACER_COMPILE", "sync"))
+    eager: bool = field(default_factory=lambda: os.environ.get("TRACER_EAGER", "") == "1")
+    flush_nodes: int = 20000      # a pending graph past this many nodes is evaluated
+    cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
+
+
+CONFIG = Config()
+
+
+@contextlib.contextmanager
+def context(**kw):
+    """`with ir.config.context(backend="cpu", verify=True): ...`"""
+    names = {f.name for f in fields(Config)}
+    old = {}
+    for k, v in kw.items():
+        if k not in names:
+            raise TypeError(f"unknown config field {k!r}")
+        old[k] = getattr(CONFIG, k)
+        setattr(CONFIG, k, frozenset(v) if k == "disable_passes" else v)
+    try:
+        yield CONFIG
+    finally:
+        for k, v in old.items():
+            setattr(CONFIG, k, v)

@@ -1,0 +1,38 @@
+"""Run any graph op by op with NumPy: the test oracle and the fallback for ops with no kernel."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .node import Node, toposort
+from .registry import OPS
+
+
+def eval_node(n: Node, args: list[Any]) -> np.ndarray:
+    if n.op == "fusion":
+        return run_graph([n.attr("body")], params=args)[0]
+    if n.op == "param":
+        raise AssertionError("param outside a fusion body")
+    attrs = dict(n.attrs)
+    with np.errstate(all="ignore"):
+        out = OPS[n.op].ref(*args, **attrs)
+    out = np.asarray(out)
+    if out.dtype != n.dtype:
+        out = out.astype(n.dtype)
+    assert out.shape == n.shape, (n.op, out.shape, n.shape)
+    return out
+
+
+def run_graph(roots: list[Node], params: list[Any] | None = None,
+              leaf: Callable[[Node], Any] | None = None) -> list[np.ndarray]:
+    """Values of roots. `params` feeds `param` nodes (fusion bodies); `leaf` may map leaves."""
+    vals: dict[int, Any] = {}
+    for n in toposort(roots):
+        if n.op == "param":
+            vals[id(n)] = np.asarray(params[n.attr("index")])
+        elif leaf is not None and not n.inputs and n.op == "input":
+            vals[id(n)] = leaf(n)
+        else:
+            vals[id(n)] = eval_node(n, [vals[id(i)] for i in n.inputs])
+    return [vals[id(r)] for r in roots]

@@ -1,0 +1,350 @@
+"""The op registry: one entry per op, read by the tracer, the passes, codegen, the interpreter and
+the tests.
+
+An elementwise entry's `template(in_dtypes, out_dtype, backend)` returns a Python expression over
+`{0}`, `{1}`, ... (operands already cast to the loop's input dtypes) or None when there is no kernel
+for those dtypes; the op then runs in the interpreter and is reported as a fallback. Codegen casts
+the expression to the output dtype, which gives NumPy's wrap-around for integers.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+
+class Kind(enum.Enum):
+    LEAF = "leaf"
+    ELEMENTWISE = "elementwise"
+    REDUCE = "reduce"
+    MOVEMENT = "movement"
+    CONTRACTION = "contraction"
+    UPDATE = "update"        # dynamic-update-slice family
+    OTHER = "other"          # concatenate and friends: run as library calls
+
+
+@dataclass(frozen=True)
+class Props:
+    commutative: bool = False
+    associative: bool = False
+    idempotent: bool = False      # f(x, x) == x
+    involution: bool = False      # f(f(x)) == x
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    kind: Kind
+    nin: int                                  # -1: variadic
+    shape_rule: Callable[[list[tuple], dict], tuple]
+    dtype_rule: Callable[[list[np.dtype], dict], np.dtype]
+    ref: Callable[..., Any]                   # NumPy meaning: ref(*arrays, **attrs)
+    template: Callable[[tuple, np.dtype, str], str | None] | None = None
+    identity: Any = None                      # reductions: value of an empty reduction
+    combine: str | None = None                # reductions: expression of (acc, v)
+    props: Props = field(default_factory=Props)
+    ufunc: np.ufunc | None = None
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(d: OpDef) -> OpDef:
+    assert d.name not in OPS, d.name
+    OPS[d.name] = d
+    return d
+
+
+def get(name: str) -> OpDef:
+    return OPS[name]
+
+
+# ---------------------------------------------------------------- helpers for templates
+
+def _nokernel(dts) -> bool:
+    return any(dt.kind in "cOSUVMm" or dt.itemsize == 2 and dt.kind == "f" for dt in dts)
+
+
+def T(expr: str | Callable | None, floats: str | None = None) -> Callable:
+    """A template; `floats` overrides it for float loops. Complex/float16 loops get no kernel."""
+    def tpl(in_dts, out_dt, backend):
+        if _nokernel(tuple(in_dts) + (out_dt,)):
+            return None
+        e = floats if (floats is not None and in_dts and in_dts[0].kind == "f") else expr
+        return e(in_dts, out_dt, backend) if callable(e) else e
+    return tpl
+
+
+# ---------------------------------------------------------------- shape and dtype rules
+
+def same_shape(shapes, attrs):
+    for s in shapes[1:]:
+        if s != shapes[0]:
+            raise ValueError(f"elementwise inputs differ in shape: {shapes}")
+    return shapes[0]
+
+
+def ufunc_dtype(uf: np.ufunc):
+    def rule(dts, attrs):
+        return uf.resolve_dtypes(tuple(dts) + (None,) * uf.nout)[uf.nin]
+    return rule
+
+
+def reduce_shape(shapes, attrs):
+    axes = attrs["axes"]
+    return tuple(s for i, s in enumerate(shapes[0]) if i not in axes)
+
+
+# ---------------------------------------------------------------- elementwise ufuncs
+
+def _ufunc(name: str, tpl, props: Props = Props()):
+    uf = getattr(np, name)
+    register(OpDef(name, Kind.ELEMENTWISE, uf.nin, same_shape, ufunc_dtype(uf),
+                   ref=uf, template=tpl, props=props, ufunc=uf))
+
+
+def _bits(dt: np.dtype) -> int:
+    return dt.itemsize * 8
+
+
+def _int_or_float(i: str, f: str) -> Callable:
+    return T(i, floats=f)
+
+
+_C = Props(commutative=True, associative=True)
+_CI = Props(commutative=True, associative=True, idempotent=True)
+
+_ufunc("add", T("({0} + {1})"), _C)
+_ufunc("subtract", T("({0} - {1})"))
+_ufunc("multiply", T("({0} * {1})"), _C)
+_ufunc("divide", T("({0} / {1})"))
+_ufunc("floor_divide", _int_or_float("_ifloordiv({0}, {1})", "_ffloordiv({0}, {1})"))
+_ufunc("remainder", _int_or_float("_iremainder({0}, {1})", "_fremainder({0}, {1})"))
+_ufunc("fmod", _int_or_float("_ifmod({0}, {1})", "_fmod({0}, {1})"))
+_ufunc("power", T(None, floats="_fpow({0}, {1})"))
+_ufunc("float_power", T(None, floats="_fpow({0}, {1})"))
+_ufunc("negative", T("(-{0})"), Props(involution=True))
+_ufunc("positive", T("{0}"))
+_ufunc("absolute", T(lambda i, o, b: "{0}" if i[0].kind in "ub" else "abs({0})",
+                     floats="math.fabs({0})"))
+_ufunc("fabs", T("math.fabs({0})"))
+_ufunc("sign", T("_sign({0})"))
+_ufunc("square", T("({0} * {0})"))
+_ufunc("reciprocal", T(None, floats="(1.0 / {0})"))
+_ufunc("conjugate", T("{0}"))
+_ufunc("sqrt", T("math.sqrt({0})"))
+_ufunc("cbrt", T(lambda i, o, b: "np.cbrt({0})" if b == "cpu" else "_cbrt({0})"))
+_ufunc("exp", T("math.exp({0})"))
+_ufunc("exp2", T("_exp2({0})"))
+_ufunc("expm1", T("math.expm1({0})"))
+_ufunc("log", T("math.log({0})"))
+_ufunc("log2", T("math.log2({0})"))
+_ufunc("log10", T("math.log10({0})"))
+_ufunc("log1p", T("math.log1p({0})"))
+_ufunc("logaddexp", T("_logaddexp({0}, {1})"), Props(commutative=True))
+_ufunc("logaddexp2", T("_logaddexp2({0}, {1})"), Props(commutative=True))
+for _n, _m in [("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"),
+               ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
+               ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
+    _ufunc(_n, T(f"math.{_m}({{0}})"))
+_ufunc("arctan2", T("math.atan2({0}, {1})"))
+_ufunc("hypot", T("math.hypot({0}, {1})"), Props(commutative=True))
+_ufunc("deg2rad", T("({0} * 0.017453292519943295)"))
+_ufunc("radians", T("({0} * 0.017453292519943295)"))
+_ufunc("rad2deg", T("({0} * 57.29577951308232)"))
+_ufunc("degrees", T("({0} * 57.29577951308232)"))
+_ufunc("floor", T("{0}", floats="_floor({0})"))
+_ufunc("ceil", T("{0}", floats="_ceil({0})"))
+_ufunc("trunc", T("{0}", floats="_trunc({0})"))
+_ufunc("rint", T("{0}", floats="_rint({0})"))
+_ufunc("maximum", T("_maximum({0}, {1})"), _CI)
+_ufunc("minimum", T("_minimum({0}, {1})"), _CI)
+_ufunc("fmax", T("_fmax({0}, {1})"), _CI)
+_ufunc("fmin", T("_fmin({0}, {1})"), _CI)
+_ufunc("isnan", T("({0} != {0})"))
+_ufunc("isinf", T("False", floats="math.isinf({0})"))
+_ufunc("isfinite", T("True", floats="math.isfinite({0})"))
+_ufunc("signbit", T("({0} < 0)", floats="_signbit({0})"))
+_ufunc("copysign", T("math.copysign({0}, {1})"))
+_ufunc("heaviside", T("_heaviside({0}, {1})"))
+for _n, _s in [("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
+               ("greater", ">"), ("greater_equal", ">=")]:
+    _ufunc(_n, T(f"({{0}} {_s} {{1}})"),
+           Props(commutative=_n in ("equal", "not_equal")))
+_ufunc("logical_and", T("({0} and {1})"), _CI)
+_ufunc("logical_or", T("({0} or {1})"), _CI)
+_ufunc("logical_xor", T("({0} != {1})"), Props(commutative=True, associative=True))
+_ufunc("logical_not", T("(not {0})"))
+_ufunc("bitwise_and", T("({0} & {1})"), _CI)
+_ufunc("bitwise_or", T("({0} | {1})"), _CI)
+_ufunc("bitwise_xor", T(lambda i, o, b: "({0} != {1})" if i[0].kind == "b" else "({0} ^ {1})"),
+       Props(commutative=True, associative=True))
+_ufunc("invert", T(lambda i, o, b: "(not {0})" if i[0].kind == "b" else "(~{0})"),
+       Props(involution=True))
+_ufunc("left_shift", T(lambda i, o, b: f"_lshift({{0}}, {{1}}, {_bits(o)})"))
+_ufunc("right_shift", T(lambda i, o, b: f"_rshift({{0}}, {{1}}, {_bits(o)})"))
+_ufunc("gcd", T("_gcd({0}, {1})"), Props(commutative=True, associative=True))
+_ufunc("lcm", T("_lcm({0}, {1})"), Props(commutative=True, associative=True))
+# No kernel yet (interpreter): nextafter, spacing, ldexp, frexp, modf, divmod.
+for _n in ("nextafter", "spacing", "ldexp"):
+    _ufunc(_n, None)
+
+
+def _cast_ref(x, dtype):
+    with np.errstate(all="ignore"):
+        return x.astype(dtype)
+
+
+register(OpDef("cast", Kind.ELEMENTWISE, 1, same_shape, lambda d, a: np.dtype(a["dtype"]),
+               ref=_cast_ref,
+               template=T(lambda i, o, b: "{0}" if o.kind != "b" else "({0} != 0)")))
+
+
+def _where_dtype(dts, attrs):
+    if dts[0] != np.bool_ or dts[1] != dts[2]:
+        raise TypeError(f"where wants (bool, T, T), got {dts}")
+    return dts[1]
+
+
+register(OpDef("where", Kind.ELEMENTWISE, 3, same_shape, _where_dtype, ref=np.where,
+               template=T("({1} if {0} else {2})")))
+
+
+# ---------------------------------------------------------------- leaves
+
+def _no_rule(shapes, attrs):
+    raise AssertionError("leaf shapes come from their construction")
+
+
+register(OpDef("input", Kind.LEAF, 0, _no_rule, _no_rule, ref=lambda buf: buf.value))
+register(OpDef("const", Kind.LEAF, 0, _no_rule, _no_rule,
+               ref=lambda value, dtype: np.asarray(value, dtype=dtype),
+               template=T("{0}")))
+register(OpDef("param", Kind.LEAF, 0, _no_rule, _no_rule, ref=None))
+
+
+# ---------------------------------------------------------------- reductions
+
+def _same_dtype(dts, attrs):
+    return dts[0]
+
+
+def _reduce(name, ufunc, identity, combine, props=Props(commutative=True, associative=True)):
+    register(OpDef(name, Kind.REDUCE, 1, reduce_shape, _same_dtype,
+                   ref=lambda x, axes: ufunc.reduce(x, axis=axes),
+                   identity=identity, combine=combine, props=props, ufunc=ufunc))
+
+
+_reduce("reduce_sum", np.add, 0, "(acc + v)")
+_reduce("reduce_prod", np.multiply, 1, "(acc * v)")
+_reduce("reduce_max", np.maximum, "-inf", "_maximum(acc, v)")
+_reduce("reduce_min", np.minimum, "+inf", "_minimum(acc, v)")
+_reduce("reduce_any", np.logical_or, False, "(acc or v)")
+_reduce("reduce_all", np.logical_and, True, "(acc and v)")
+
+
+def _argreduce(name, fn):
+    register(OpDef(name, Kind.REDUCE, 1,
+                   lambda s, a: tuple(d for i, d in enumerate(s[0]) if i != a["axes"][0]),
+                   lambda d, a: np.dtype(np.intp),
+                   ref=lambda x, axes: fn(x, axis=axes[0])))
+
+
+_argreduce("argmax", np.argmax)
+_argreduce("argmin", np.argmin)
+
+
+# ---------------------------------------------------------------- movement (index remaps)
+
+def _bcast_shape(shapes, attrs):
+    src, dst = shapes[0], attrs["shape"]
+    if len(src) > len(dst) or any(s not in (1, d) for s, d in zip(src[::-1], dst[::-1])):
+        raise ValueError(f"cannot broadcast {src} to {dst}")
+    return tuple(dst)
+
+
+def _reshape_shape(shapes, attrs):
+    if math.prod(shapes[0]) != math.prod(attrs["shape"]):
+        raise ValueError(f"cannot reshape {shapes[0]} to {attrs['shape']}")
+    return tuple(attrs["shape"])
+
+
+def slice_len(start: int, stop: int, step: int) -> int:
+    return len(range(start, stop, step))
+
+
+def _slice_shape(shapes, attrs):
+    return tuple(slice_len(*s) for s in attrs["slices"])
+
+
+def _slice_ref(x, slices):
+    return x[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in slices)]
+
+
+register(OpDef("broadcast_to", Kind.MOVEMENT, 1, _bcast_shape, _same_dtype,
+               ref=lambda x, shape: np.broadcast_to(x, shape)))
+register(OpDef("transpose", Kind.MOVEMENT, 1,
+               lambda s, a: tuple(s[0][p] for p in a["perm"]), _same_dtype,
+               ref=lambda x, perm: np.transpose(x, perm)))
+register(OpDef("reshape", Kind.MOVEMENT, 1, _reshape_shape, _same_dtype,
+               ref=lambda x, shape: np.reshape(x, shape)))
+register(OpDef("slice", Kind.MOVEMENT, 1, _slice_shape, _same_dtype, ref=_slice_ref))
+
+
+# ---------------------------------------------------------------- contraction, update, other
+
+def _matmul_shape(shapes, attrs):
+    a, b = shapes
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
+    return tuple(np.broadcast_shapes(a[:-2], b[:-2])) + (a[-2], b[-1])
+
+
+def _matmul_dtype(dts, attrs):
+    return np.matmul.resolve_dtypes(tuple(dts) + (None,))[2]
+
+
+register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=np.matmul))
+
+
+def _setslice_ref(base, value, slices):
+    out = np.array(base, copy=True)
+    out[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in slices)] = value
+    return out
+
+
+def _setslice_shape(shapes, attrs):
+    want = _slice_shape(shapes[:1], attrs)
+    if shapes[1] != want:
+        raise ValueError(f"setslice value shape {shapes[1]} != slice shape {want}")
+    return shapes[0]
+
+
+register(OpDef("setslice", Kind.UPDATE, 2, _setslice_shape, _same_dtype, ref=_setslice_ref))
+
+
+def _concat_shape(shapes, attrs):
+    ax = attrs["axis"]
+    out = list(shapes[0])
+    out[ax] = sum(s[ax] for s in shapes)
+    return tuple(out)
+
+
+register(OpDef("concatenate", Kind.OTHER, -1, _concat_shape, _same_dtype,
+               ref=lambda *xs, axis: np.concatenate(xs, axis=axis)))
+
+
+def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:
+    """The identity of a reduction in `dtype`, as a Python value."""
+    ident = op.identity
+    if ident in ("-inf", "+inf"):
+        if dtype.kind == "f":
+            return float(ident)
+        if dtype.kind == "b":
+            return ident == "+inf"
+        info = np.iinfo(dtype)
+        return int(info.min if ident == "-inf" else info.max)
+    return ident

@@ -1,0 +1,200 @@
+"""Scalar helper functions that kernel templates call, as source text.
+
+Each helper is plain Python that Numba compiles for both targets (njit on the CPU, inline device
+functions on CUDA); codegen pastes in only the helpers a kernel uses, decorated for its backend.
+They mirror NumPy's C loops (npymath) so results match NumPy, NaN and signed zeros included.
+"""
+
+HELPERS: dict[str, str] = {}
+
+
+def _h(name: str, src: str) -> None:
+    HELPERS[name] = src.strip("\n")
+
+
+_h("_maximum", """
+def _maximum(a, b):
+    return a if (a >= b or a != a) else b
+""")
+_h("_minimum", """
+def _minimum(a, b):
+    return a if (a <= b or a != a) else b
+""")
+_h("_fmax", """
+def _fmax(a, b):
+    return a if (a >= b or b != b) else b
+""")
+_h("_fmin", """
+def _fmin(a, b):
+    return a if (a <= b or b != b) else b
+""")
+_h("_ifloordiv", """
+def _ifloordiv(a, b):
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    return a // b
+""")
+_h("_iremainder", """
+def _iremainder(a, b):
+    if b == 0 or b == -1:
+        return a - a
+    return a % b
+""")
+_h("_ifmod", """
+def _ifmod(a, b):
+    if b == 0 or b == -1:
+        return a - a
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+""")
+_h("_fmod", """
+def _fmod(a, b):
+    if b == 0 or a != a or b != b:
+        return (a - a) + math.nan
+    return math.copysign(abs(a) % abs(b), a)
+""")
+_h("_ffloordiv", """
+def _ffloordiv(a, b):
+    if b == 0:
+        return a / b
+    mod = _fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div -= 1.0
+    if div != 0:
+        fl = math.floor(div) * 1.0
+        if div - fl > 0.5:
+            fl += 1.0
+        return fl
+    return math.copysign(0.0, a / b)
+""")
+_h("_fremainder", """
+def _fremainder(a, b):
+    if b == 0:
+        return _fmod(a, b)
+    mod = _fmod(a, b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod += b
+    else:
+        mod = math.copysign(0.0, b)
+    return mod
+""")
+_h("_sign", """
+def _sign(a):
+    if a != a:
+        return a
+    return (a > 0) - (a < 0)
+""")
+_h("_floor", """
+def _floor(a):
+    if a != a or math.isinf(a) or abs(a) >= 4503599627370496.0:
+        return a
+    return math.copysign(math.floor(a) * 1.0, a)
+""")
+_h("_ceil", """
+def _ceil(a):
+    if a != a or math.isinf(a) or abs(a) >= 4503599627370496.0:
+        return a
+    return math.copysign(math.ceil(a) * 1.0, a)
+""")
+_h("_trunc", """
+def _trunc(a):
+    if a != a or math.isinf(a) or abs(a) >= 4503599627370496.0:
+        return a
+    return math.copysign(math.trunc(a) * 1.0, a)
+""")
+_h("_rint", """
+def _rint(a):
+    if a != a or math.isinf(a) or abs(a) >= 4503599627370496.0:
+        return a
+    r = math.floor(a) * 1.0
+    d = a - r
+    if d > 0.5 or (d == 0.5 and math.fmod(r, 2.0) != 0.0):
+        r += 1.0
+    return math.copysign(r, a)
+""")
+_h("_cbrt", """
+def _cbrt(a):
+    if a == 0 or a != a or math.isinf(a):
+        return a
+    y = math.copysign(math.pow(abs(a), 1.0 / 3.0), a)
+    return y - (y * y * y - a) / (3.0 * y * y)
+""")
+_h("_exp2", """
+def _exp2(a):
+    return math.pow(2.0, a)
+""")
+_h("_logaddexp", """
+def _logaddexp(x, y):
+    if x == y:
+        return x + 0.6931471805599453
+    t = x - y
+    if t > 0:
+        return x + math.log1p(math.exp(-t))
+    if t <= 0:
+        return y + math.log1p(math.exp(t))
+    return t
+""")
+_h("_logaddexp2", """
+def _logaddexp2(x, y):
+    if x == y:
+        return x + 1.0
+    t = x - y
+    if t > 0:
+        return x + math.log1p(math.pow(2.0, -t)) * 1.4426950408889634
+    if t <= 0:
+        return y + math.log1p(math.pow(2.0, t)) * 1.4426950408889634
+    return t
+""")
+_h("_signbit", """
+def _signbit(a):
+    return math.copysign(1.0, a) < 0
+""")
+_h("_heaviside", """
+def _heaviside(x, h0):
+    if x != x:
+        return x
+    if x == 0:
+        return h0
+    return 1.0 if x > 0 else 0.0
+""")
+_h("_lshift", """
+def _lshift(a, b, bits):
+    if b < 0 or b >= bits:
+        return a - a
+    return a << b
+""")
+_h("_rshift", """
+def _rshift(a, b, bits):
+    if b < 0 or b >= bits:
+        return -1 if a < 0 else 0
+    return a >> b
+""")
+_h("_gcd", """
+def _gcd(a, b):
+    a = abs(a)
+    b = abs(b)
+    while b != 0:
+        a, b = b, a % b
+    return a
+""")
+_h("_lcm", """
+def _lcm(a, b):
+    a = abs(a)
+    b = abs(b)
+    if a == 0 or b == 0:
+        return a - a
+    x = a
+    y = b
+    while y != 0:
+        x, y = y, x % y
+    return (a // x) * b
+""")
+_h("_fpow", """
+def _fpow(a, b):
+    return a ** b
+""")

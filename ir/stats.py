@@ -1,0 +1,40 @@
+"""Counters and times since start or the last reset."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass
+class Stats:
+    kernels_compiled: int = 0
+    kernels_launched: int = 0
+    cache_hits_memory: int = 0
+    cache_hits_disk: int = 0
+    recompiles: int = 0
+    fallbacks: int = 0
+    interpreted_nodes: int = 0
+    evaluations: int = 0
+    trace_s: float = 0.0
+    optimize_s: float = 0.0
+    codegen_s: float = 0.0
+    compile_s: float = 0.0
+    run_s: float = 0.0
+
+    def __str__(self) -> str:
+        parts = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            parts.append(f"{f.name}={v:.4f}" if isinstance(v, float) else f"{f.name}={v}")
+        return "Stats(" + ", ".join(parts) + ")"
+
+
+STATS = Stats()
+
+
+def stats() -> Stats:
+    return STATS
+
+
+def reset_stats() -> None:
+    for f in fields(Stats):
+        setattr(STATS, f.name, f.default)

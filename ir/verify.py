@@ -1,0 +1,36 @@
+"""Recompute every node's shape and dtype from the registry and check them."""
+from __future__ import annotations
+
+from .node import Node, toposort
+from .registry import OPS, Kind
+
+
+class VerifyError(AssertionError):
+    pass
+
+
+def verify(roots: list[Node] | tuple[Node, ...]) -> None:
+    for n in toposort(list(roots)):
+        op = OPS.get(n.op)
+        if n.op == "fusion":
+            body = n.attr("body")
+            verify([body])
+            if body.shape != n.shape or body.dtype != n.dtype:
+                raise VerifyError(f"%{n.uid}: fusion type differs from its body")
+            continue
+        if op is None:
+            raise VerifyError(f"%{n.uid}: unknown op {n.op!r}")
+        if op.kind is Kind.LEAF:
+            continue
+        if op.nin >= 0 and len(n.inputs) != op.nin:
+            raise VerifyError(f"%{n.uid} {n.op}: {len(n.inputs)} inputs, wants {op.nin}")
+        attrs = dict(n.attrs)
+        try:
+            shape = op.shape_rule([i.shape for i in n.inputs], attrs)
+            dtype = op.dtype_rule([i.dtype for i in n.inputs], attrs)
+        except Exception as e:  # noqa: BLE001 - report any rule failure as a verify error
+            raise VerifyError(f"%{n.uid} {n.op}: rule failed: {e}") from e
+        if tuple(shape) != n.shape:
+            raise VerifyError(f"%{n.uid} {n.op}: shape {n.shape}, rule says {tuple(shape)}")
+        if dtype != n.dtype:
+            raise VerifyError(f"%{n.uid} {n.op}: dtype {n.dtype}, rule says {dtype}")

@@ -1,0 +1,20 @@
+"""Test setup: cpu backend, verifier after every pass, a kernel cache shared by the whole run."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ.setdefault("TRACER_BACKEND", "cpu")
+os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tracer-test-cache"))
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from ir.config import CONFIG  # noqa: E402
+
+CONFIG.verify = True
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)

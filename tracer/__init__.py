@@ -1,0 +1,15 @@
+"""tracer: a lazy, NumPy-compatible array runtime that compiles to fused Numba kernels.
+
+    import tracer
+    import tracer.numpy as np
+"""
+from __future__ import annotations
+
+from ir.config import CONFIG, context
+from ir.stats import reset_stats, stats
+from .array import ndarray
+from .runtime import (Plan, TracerFallbackWarning, coverage_report, evaluate, explain)
+from . import numpy  # noqa: F401
+
+__all__ = ["CONFIG", "context", "stats", "reset_stats", "ndarray", "evaluate", "explain", "Plan",
+           "TracerFallbackWarning", "coverage_report", "numpy"]

@@ -1,0 +1,372 @@
+"""The lazy array.
+
+A lazy array is a base variable (`Var`, whose `node` is the base buffer's current value) plus a view:
+a chain of movement steps applied to it. Reading applies the chain; writing through a view records
+an update of the base (functionalization), so every view of the same base sees the write.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ir import Node
+from ir.config import CONFIG
+from . import graph as G
+
+_PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
+_pending_nodes = 0
+
+
+class Var:
+    """A base buffer: its current value as a node. Writes replace `node` and bump `version`."""
+
+    __slots__ = ("node", "version", "__weakref__")
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.version = 0
+        if node.op != "input":
+            _note_pending(self)
+
+    def assign(self, node: Node) -> None:
+        self.node = node
+        self.version += 1
+        if node.op != "input":
+            _note_pending(self)
+
+
+def _note_pending(v: Var) -> None:
+    global _pending_nodes
+    _PENDING.add(v)
+    _pending_nodes += 1
+    if _pending_nodes > CONFIG.flush_nodes:
+        flush()
+
+
+def flush() -> None:
+    """Evaluate every pending base, so a long loop never grows the graph without bound."""
+    global _pending_nodes
+    _pending_nodes = 0
+    from .runtime import evaluate_vars
+    live = [v for v in list(_PENDING) if v.node.op != "input"]
+    _PENDING.clear()
+    if live:
+        evaluate_vars(live)
+
+
+def pending_vars() -> list[Var]:
+    return [v for v in list(_PENDING) if v.node.op != "input"]
+
+
+def c_strides(shape) -> tuple[int, ...]:
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(st))
+
+
+def nocopy_reshape(shape, strides, newshape):
+    """NumPy's _attempt_nocopy_reshape on element strides: new strides, or None if a copy is needed."""
+    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    if math.prod(shape) == 0:
+        return c_strides(newshape)
+    oldn = len(old)
+    newn = len(newshape)
+    newst = [0] * newn
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < newn and oi < oldn:
+        np_ = newshape[ni]
+        op_ = old[oi][0]
+        while np_ != op_:
+            if np_ < op_:
+                np_ *= newshape[nj]
+                nj += 1
+            else:
+                op_ *= old[oj][0]
+                oj += 1
+        for ok in range(oi, oj - 1):
+            if old[ok][1] != old[ok + 1][0] * old[ok + 1][1]:
+                return None
+        newst[nj - 1] = old[oj - 1][1]
+        for nk in range(nj - 1, ni, -1):
+            newst[nk - 1] = newst[nk] * newshape[nk]
+        ni, nj = nj, nj + 1
+        oi, oj = oj, oj + 1
+    last = newst[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, newn):
+        newst[nk] = last
+    return tuple(newst)
+
+
+class View:
+    """Movement steps from the base to this array, plus the abstract layout NumPy would have."""
+
+    __slots__ = ("steps", "shape", "strides", "writeable")
+
+    def __init__(self, steps: tuple, shape: tuple, strides: tuple, writeable: bool = True):
+        self.steps, self.shape, self.strides, self.writeable = steps, shape, strides, writeable
+
+    @staticmethod
+    def identity(shape) -> "View":
+        return View((), tuple(shape), c_strides(shape))
+
+    def then(self, kind: str, arg, shape, strides, writeable=None) -> "View":
+        return View(self.steps + ((kind, arg),), tuple(shape), tuple(strides),
+                    self.writeable if writeable is None else writeable)
+
+
+def apply_step(node: Node, kind: str, arg) -> Node:
+    if kind == "slice":
+        return G.slice_(node, arg)
+    if kind == "transpose":
+        return G.transpose(node, arg)
+    if kind == "reshape":
+        return G.reshape(node, arg)
+    if kind == "broadcast":
+        return G.broadcast(node, arg)
+    raise AssertionError(kind)
+
+
+def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
+    if kind == "slice":
+        return a[tuple(slice(s, e if e >= 0 else None, st) for s, e, st in arg)]
+    if kind == "transpose":
+        return a.transpose(arg)
+    if kind == "reshape":
+        return a.reshape(arg)
+    if kind == "broadcast":
+        return np.broadcast_to(a, arg)
+    raise AssertionError(kind)
+
+
+def write_through(base: Node, steps: tuple, region: Node) -> Node:
+    """The base's new value after the view `steps` of it is replaced by `region`."""
+    if not steps:
+        return region
+    kind, arg = steps[0]
+    inner = apply_step(base, kind, arg)
+    new_inner = write_through(inner, steps[1:], region)
+    if kind == "slice":
+        return G.setslice(base, new_inner, arg)
+    if kind == "transpose":
+        inv = tuple(int(i) for i in np.argsort(arg))
+        return G.transpose(new_inner, inv)
+    if kind == "reshape":
+        return G.reshape(new_inner, base.shape)
+    raise ValueError("assignment destination is read-only")
+
+
+class ndarray:
+    """A lazy array: shape, dtype, ndim, size, nbytes and T never evaluate."""
+
+    __slots__ = ("_var", "_view", "_memo", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, var: Var, view: View | None = None):
+        self._var = var
+        self._view = view if view is not None else View.identity(var.node.shape)
+        self._memo: tuple | None = None
+
+    # ---- the node behind this array
+    @property
+    def _node(self) -> Node:
+        var = self._var
+        memo = self._memo
+        if memo is not None and memo[0] == var.version and memo[1] is var.node:
+            return memo[2]
+        n = var.node
+        for kind, arg in self._view.steps:
+            n = apply_step(n, kind, arg)
+        self._memo = (var.version, var.node, n)
+        return n
+
+    @classmethod
+    def _from_node(cls, node: Node) -> "ndarray":
+        return cls(Var(node))
+
+    # ---- metadata (never evaluates)
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._view.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._var.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._view.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._view.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def T(self) -> "ndarray":
+        return self.transpose()
+
+    @property
+    def mT(self) -> "ndarray":
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    @property
+    def base(self):
+        return None if not self._view.steps else ndarray(self._var)
+
+    @property
+    def flags(self):
+        return {"WRITEABLE": self._view.writeable}
+
+    # ---- views
+    def _derive(self, kind: str, arg, shape, strides, writeable=None) -> "ndarray":
+        return ndarray(self._var, self._view.then(kind, arg, shape, strides, writeable))
+
+    def transpose(self, *axes) -> "ndarray":
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        if not axes:
+            perm = tuple(range(self.ndim))[::-1]
+        else:
+            np.transpose(proxy(self.shape), axes)  # NumPy's own errors for bad axes
+            perm = tuple(int(a) % self.ndim for a in axes)
+        if perm == tuple(range(self.ndim)):
+            return ndarray(self._var, self._view)
+        st = self._view.strides
+        return self._derive("transpose", perm, [self.shape[p] for p in perm], [st[p] for p in perm])
+
+    def reshape(self, *shape, order="C", copy=None) -> "ndarray":
+        if order != "C":
+            raise NotImplementedError("tracer: only order='C' reshapes are supported")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        newshape = _infer_shape(self.size, tuple(int(s) for s in shape))
+        if newshape == self.shape:
+            return ndarray(self._var, self._view)
+        strides = nocopy_reshape(self.shape, self._view.strides, newshape)
+        if strides is None or copy:
+            return ndarray._from_node(G.reshape(self._node, newshape))
+        return self._derive("reshape", newshape, newshape, strides)
+
+    def _broadcast_view(self, shape) -> "ndarray":
+        shape = tuple(shape)
+        if shape == self.shape:
+            return ndarray(self._var, View(self._view.steps, self.shape, self._view.strides, False))
+        pad = len(shape) - self.ndim
+        st = (0,) * pad + tuple(0 if s == 1 and d != 1 else t for s, d, t in
+                                zip(self.shape, shape[pad:], self._view.strides))
+        return self._derive("broadcast", shape, shape, st, writeable=False)
+
+    # ---- evaluation
+    def __array__(self, dtype=None, copy=None):
+        from .runtime import to_numpy
+        a = to_numpy(self)
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        if copy:
+            return a.copy()
+        return a
+
+    def get(self) -> np.ndarray:
+        return np.array(self.__array__())
+
+    def tolist(self):
+        return self.__array__().tolist()
+
+    def item(self, *args):
+        return self.__array__().item(*args)
+
+    def __repr__(self) -> str:
+        return repr(self.__array__()).replace("array(", "array(", 1)
+
+    def __str__(self) -> str:
+        return str(self.__array__())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.__array__()[()] if self.ndim == 0 else self.__array__(), spec)
+
+    def __bool__(self) -> bool:
+        return bool(self.__array__())
+
+    def __float__(self) -> float:
+        return float(self.__array__())
+
+    def __int__(self) -> int:
+        return int(self.__array__())
+
+    def __complex__(self) -> complex:
+        return complex(self.__array__())
+
+    def __index__(self) -> int:
+        return self.__array__().__index__()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'tracer.ndarray'")
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+
+def proxy(shape, dtype=np.int8) -> np.ndarray:
+    """A zero-byte array of any shape: run NumPy's checks on it to get NumPy's exact errors."""
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+
+
+def _infer_shape(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if any(s < -1 for s in shape):
+        raise ValueError("negative dimensions not allowed")
+    known = math.prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape "
+                             f"{_shape_str(shape)}")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    if math.prod(shape) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {_shape_str(shape)}")
+    return shape
+
+
+def _shape_str(shape) -> str:
+    return "(" + ", ".join("-1" if s == -1 else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def asarray_node(x: Any) -> Node:
+    """The node for an operand: lazy arrays give theirs, anything else becomes a leaf."""
+    if isinstance(x, ndarray):
+        return x._node
+    a = np.array(x)
+    if a.dtype.kind in "OUSV":
+        raise TypeError(f"tracer: unsupported operand of dtype {a.dtype}")
+    if a.ndim == 0:
+        return G.const(a[()], a.dtype)
+    return G.leaf(a)

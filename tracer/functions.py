@@ -1,0 +1,388 @@
+"""Lazy versions of NumPy's creation, shape and joining functions, and matmul."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from . import graph as G
+from .array import Var, ndarray, asarray_node, proxy
+from .indexing import basic_view
+from .ufuncs import apply_ufunc
+
+
+def _lazy(a) -> ndarray:
+    return a if isinstance(a, ndarray) else ndarray._from_node(asarray_node(a))
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(operator.index(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("negative dimensions are not allowed")
+    return shape
+
+
+# ------------------------------------------------------------------ creation
+
+def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    if isinstance(obj, ndarray):
+        out = obj.astype(dtype) if dtype is not None else obj.copy()
+    else:
+        a = np.array(_host(obj), dtype=dtype, copy=True)
+        out = ndarray(Var(G.leaf(a)))
+    if out.ndim < ndmin:
+        out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    if isinstance(a, ndarray):
+        if dtype is None or np.dtype(dtype) == a.dtype:
+            return a
+        return a.astype(dtype)
+    return ndarray(Var(G.leaf(np.array(_host(a), dtype=dtype, copy=True))))
+
+
+def _host(obj):
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_host(o) for o in obj)
+    if isinstance(obj, ndarray):
+        return np.asarray(obj)
+    return obj
+
+
+def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    shape = _shape(shape)
+    if isinstance(fill_value, ndarray):
+        node = fill_value._node
+        dt = np.dtype(dtype) if dtype is not None else node.dtype
+        return ndarray._from_node(G.broadcast(G.cast(node, dt), shape))
+    dt = np.dtype(dtype) if dtype is not None else np.array(fill_value).dtype
+    fill = np.array(fill_value, dtype=dt)  # NumPy's own OverflowError / ValueError
+    if fill.ndim:
+        return ndarray(Var(G.leaf(np.full(shape, fill, dt))))
+    return ndarray._from_node(G.broadcast(G.const(fill[()], dt), shape))
+
+
+def zeros(shape, dtype=float, order="C", *, device=None, like=None):
+    return full(shape, 0, dtype)
+
+
+def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    return full(shape, 1, dtype if dtype is not None else float)
+
+
+def empty(shape, dtype=float, order="C", *, device=None, like=None):
+    """Like zeros: a lazy empty array costs nothing until written, and zero is a safe value."""
+    return full(shape, 0, dtype)
+
+
+def _like(fn, a, dtype, shape, *args):
+    a = _lazy(a)
+    return fn(a.shape if shape is None else shape, *args,
+              dtype=a.dtype if dtype is None else dtype)
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like(zeros, a, dtype, shape)
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like(ones, a, dtype, shape)
+
+
+def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like(empty, a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    a = _lazy(a)
+    return full(a.shape if shape is None else shape, fill_value,
+                dtype=a.dtype if dtype is None else dtype)
+
+
+def arange(*args, dtype=None, device=None, like=None, **kw):
+    args = [np.asarray(x).item() if isinstance(x, ndarray) else x for x in args]
+    return ndarray(Var(G.leaf(np.arange(*args, dtype=dtype, **kw))))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    r = np.linspace(_host(start), _host(stop), num, endpoint, retstep, dtype, axis)
+    if retstep:
+        return ndarray(Var(G.leaf(r[0]))), r[1]
+    return ndarray(Var(G.leaf(r)))
+
+
+def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
+    return ndarray(Var(G.leaf(np.eye(N, M, k, dtype))))
+
+
+def identity(n, dtype=None, *, like=None):
+    return ndarray(Var(G.leaf(np.identity(n, dtype))))
+
+
+# ------------------------------------------------------------------ shapes and views
+
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    return _lazy(a).reshape(shape if shape is not None else newshape, order=order, copy=copy)
+
+
+def transpose(a, axes=None):
+    return _lazy(a).transpose(axes)
+
+
+def permute_dims(a, axes=None):
+    return transpose(a, axes)
+
+
+def swapaxes(a, axis1, axis2):
+    a = _lazy(a)
+    i = normalize_axis_index(axis1, a.ndim)
+    j = normalize_axis_index(axis2, a.ndim)
+    perm = list(range(a.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return a.transpose(perm)
+
+
+def moveaxis(a, source, destination):
+    a = _lazy(a)
+    src = normalize_axis_tuple(source, a.ndim, "source")
+    dst = normalize_axis_tuple(destination, a.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of "
+                         "elements")
+    order = [n for n in range(a.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return a.transpose(order)
+
+
+def expand_dims(a, axis):
+    a = _lazy(a)
+    return a.reshape(np.expand_dims(proxy(a.shape), axis).shape)
+
+
+def squeeze(a, axis=None):
+    a = _lazy(a)
+    return a.reshape(np.squeeze(proxy(a.shape), axis).shape)
+
+
+def broadcast_to(a, shape, subok=False):
+    a = _lazy(a)
+    shape = np.broadcast_to(proxy(a.shape), shape).shape  # NumPy's errors
+    return a._broadcast_view(shape)
+
+
+def broadcast_arrays(*args, subok=False):
+    arrs = [_lazy(a) for a in args]
+    shape = np.broadcast_shapes(*[a.shape for a in arrs])
+    return tuple(a._broadcast_view(shape) for a in arrs)
+
+
+def ravel(a, order="C"):
+    return _lazy(a).reshape(-1)
+
+
+def atleast_1d(*arys):
+    res = [_lazy(a) if _lazy(a).ndim >= 1 else _lazy(a).reshape(1) for a in arys]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def atleast_2d(*arys):
+    res = []
+    for a in map(_lazy, arys):
+        res.append(a.reshape((1,) * (2 - a.ndim) + a.shape) if a.ndim < 2 else a)
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def flip(m, axis=None):
+    m = _lazy(m)
+    axes = range(m.ndim) if axis is None else normalize_axis_tuple(axis, m.ndim)
+    key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim))
+    return basic_view(m, key)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def copy(a, order="K", subok=False):
+    return _lazy(a).copy()
+
+
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrs = [_lazy(a) for a in arrays]
+    if not arrs:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        arrs = [a.reshape(-1) for a in arrs]
+        axis = 0
+    if any(a.ndim == 0 for a in arrs):
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    nd = arrs[0].ndim
+    ax = normalize_axis_index(axis, nd)
+    for i, a in enumerate(arrs[1:], 1):
+        if a.ndim != nd:
+            raise ValueError("all the input array dimensions except for the concatenation axis "
+                             "must match exactly, but along dimension 0, the array at index 0 has "
+                             f"{nd} dimension(s) and the array at index {i} has {a.ndim} "
+                             "dimension(s)")
+        for d in range(nd):
+            if d != ax and a.shape[d] != arrs[0].shape[d]:
+                raise ValueError("all the input array dimensions except for the concatenation "
+                                 f"axis must match exactly, but along dimension {d}, the array "
+                                 f"at index 0 has size {arrs[0].shape[d]} and the array at index "
+                                 f"{i} has size {a.shape[d]}")
+    dt = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrs])
+    for a in arrs:
+        if not np.can_cast(a.dtype, dt, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {dt!r} according to the "
+                            f"rule {casting!r}")
+    nodes = tuple(G.cast(a._node, dt) for a in arrs if a.shape[ax] or len(arrs) == 1)
+    if not nodes:
+        nodes = (G.cast(arrs[0]._node, dt),)
+    node = nodes[0] if len(nodes) == 1 else G.concatenate(nodes, ax)
+    res = ndarray._from_node(node)
+    if out is not None:
+        from .reductions import _finish
+        return _finish(res, out)
+    return res
+
+
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrs = [_lazy(a) for a in arrays]
+    if not arrs:
+        raise ValueError("need at least one array to stack")
+    if len({a.shape for a in arrs}) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    ax = normalize_axis_index(axis, arrs[0].ndim + 1)
+    return concatenate([expand_dims(a, ax) for a in arrs], ax, out, dtype=dtype, casting=casting)
+
+
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    return concatenate([atleast_2d(a) for a in tup], 0, dtype=dtype, casting=casting)
+
+
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, 0 if arrs and arrs[0].ndim == 1 else 1, dtype=dtype,
+                       casting=casting)
+
+
+# ------------------------------------------------------------------ where, clip, astype
+
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        from .runtime import fallback_call
+        return fallback_call("where", np.where, (condition,), {})
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    from .ufuncs import Operand, broadcast_shapes
+    ops = [Operand(condition), Operand(x), Operand(y)]
+    keys = [o.resolve_key() for o in ops[1:]]
+    dt = np.result_type(*[k if isinstance(k, np.dtype) else o.weak for k, o in zip(keys, ops[1:])])
+    shape = broadcast_shapes([o.shape for o in ops])
+    c = G.broadcast(G.cast(ops[0].node if ops[0].node is not None else
+                           G.const(ops[0].weak, np.bool_), np.bool_), shape)
+    a = G.broadcast(ops[1].as_node(dt, "where"), shape)
+    b = G.broadcast(ops[2].as_node(dt, "where"), shape)
+    return ndarray._from_node(G.where(c, a, b))
+
+
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
+         max=np._NoValue, **kw):
+    lo = a_min if a_min is not np._NoValue else min
+    hi = a_max if a_max is not np._NoValue else max
+    lo = None if lo is np._NoValue else lo
+    hi = None if hi is np._NoValue else hi
+    if lo is None and hi is None:
+        raise ValueError("One of max or min must be given")
+    r = _lazy(a)
+    if lo is not None:
+        r = apply_ufunc(np.maximum, (r, lo))
+    if hi is not None:
+        r = apply_ufunc(np.minimum, (r, hi))
+    if out is not None:
+        from .reductions import _finish
+        return _finish(r, out)
+    return r
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    return _lazy(x).astype(dtype, copy=copy)
+
+
+# ------------------------------------------------------------------ contractions
+
+def _matmul_error(a, b):
+    ka = a.shape[-1]
+    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    np.matmul(np.zeros(ka) if a.ndim == 1 else np.zeros((1, ka)),
+              np.zeros(kb) if b.ndim == 1 else np.zeros((kb, 1)))
+
+
+def matmul(x1, x2, /, out=None, *, dtype=None, **kw):
+    a, b = _lazy(x1), _lazy(x2)
+    if a.ndim == 0 or b.ndim == 0:
+        i = 0 if a.ndim == 0 else 1
+        raise ValueError(f"matmul: Input operand {i} does not have enough dimensions (has 0, "
+                         "gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
+    _matmul_error(a, b) if (a.shape[-1] != (b.shape[0] if b.ndim == 1 else b.shape[-2])) else None
+    dts = np.matmul.resolve_dtypes((a.dtype, b.dtype, None if dtype is None else np.dtype(dtype)))
+    an = G.cast(a._node, dts[0])
+    bn = G.cast(b._node, dts[1])
+    if a.ndim == 1:
+        an = G.reshape(an, (1,) + a.shape)
+    if b.ndim == 1:
+        bn = G.reshape(bn, b.shape + (1,))
+    np.broadcast_shapes(an.shape[:-2], bn.shape[:-2])
+    node = G.matmul(an, bn)
+    shape = node.shape
+    if a.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if b.ndim == 1:
+        shape = shape[:-1]
+    res = ndarray._from_node(G.cast(node, dts[2]))
+    res = res.reshape(shape) if shape != res.shape else res
+    if out is not None:
+        from .reductions import _finish
+        return _finish(res, out)
+    return res
+
+
+def dot(a, b, out=None):
+    a, b = _lazy(a), _lazy(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return apply_ufunc(np.multiply, (a, b), out=out)
+    if b.ndim <= 2:
+        return matmul(a, b, out=out)
+    from .runtime import fallback_call
+    return fallback_call("dot", np.dot, (a, b), {} if out is None else {"out": out})
+
+
+def vdot(a, b):
+    a, b = _lazy(a).reshape(-1), _lazy(b).reshape(-1)
+    if a.dtype.kind == "c":
+        a = apply_ufunc(np.conjugate, (a,))
+    return matmul(a, b)
+
+
+def size(a, axis=None):
+    a = _lazy(a)
+    return a.size if axis is None else a.shape[axis]
+
+
+def shape(a):
+    return _lazy(a).shape
+
+
+def ndim(a):
+    return _lazy(a).ndim

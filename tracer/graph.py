@@ -1,0 +1,104 @@
+"""Node builders used while tracing: each computes the result type from the registry and interns."""
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Buffer, Node, make
+from ir.registry import OPS
+
+
+def _typed(op: str, inputs: tuple[Node, ...], attrs: tuple = ()) -> Node:
+    d = OPS[op]
+    a = dict(attrs)
+    shape = d.shape_rule([i.shape for i in inputs], a)
+    dtype = d.dtype_rule([i.dtype for i in inputs], a)
+    return make(op, inputs, shape, dtype, attrs)
+
+
+def leaf(value) -> Node:
+    return make("input", (), value.shape, value.dtype, (("buf", Buffer(value)),))
+
+
+def const(value, dtype) -> Node:
+    dtype = np.dtype(dtype)
+    v = np.asarray(value, dtype=dtype)[()]
+    py = v.item() if dtype.kind != "c" else complex(v)
+    if dtype.kind == "f" and py != py:
+        py = float("nan")  # one interned NaN constant
+    return make("const", (), (), dtype, (("value", py), ("dtype", dtype.str)))
+
+
+def cast(x: Node, dtype) -> Node:
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    if x.op == "const":
+        with np.errstate(all="ignore"):
+            return const(np.asarray(x.attr("value"), x.dtype).astype(dtype), dtype)
+    return _typed("cast", (x,), (("dtype", dtype.str),))
+
+
+def broadcast(x: Node, shape: tuple[int, ...]) -> Node:
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    if x.op == "broadcast_to":  # broadcast of a broadcast is one broadcast
+        inner = x.inputs[0]
+        return _typed("broadcast_to", (inner,), (("shape", shape),))
+    return _typed("broadcast_to", (x,), (("shape", shape),))
+
+
+def transpose(x: Node, perm: tuple[int, ...]) -> Node:
+    perm = tuple(int(p) for p in perm)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return _typed("transpose", (x,), (("perm", perm),))
+
+
+def reshape(x: Node, shape: tuple[int, ...]) -> Node:
+    shape = tuple(int(s) for s in shape)
+    if x.shape == shape:
+        return x
+    if x.op == "reshape":
+        x = x.inputs[0]
+        if x.shape == shape:
+            return x
+    return _typed("reshape", (x,), (("shape", shape),))
+
+
+def full_slice(shape) -> tuple:
+    return tuple((0, d, 1) for d in shape)
+
+
+def slice_(x: Node, slices: tuple) -> Node:
+    slices = tuple(tuple(int(v) for v in s) for s in slices)
+    if slices == full_slice(x.shape):
+        return x
+    return _typed("slice", (x,), (("slices", slices),))
+
+
+def setslice(base: Node, value: Node, slices: tuple) -> Node:
+    slices = tuple(tuple(int(v) for v in s) for s in slices)
+    if slices == full_slice(base.shape):
+        return value
+    return _typed("setslice", (base, value), (("slices", slices),))
+
+
+def elementwise(op: str, inputs: tuple[Node, ...]) -> Node:
+    return _typed(op, tuple(inputs))
+
+
+def where(c: Node, a: Node, b: Node) -> Node:
+    return _typed("where", (c, a, b))
+
+
+def reduce(op: str, x: Node, axes: tuple[int, ...]) -> Node:
+    return _typed(op, (x,), (("axes", tuple(sorted(axes))),))
+
+
+def matmul(a: Node, b: Node) -> Node:
+    return _typed("matmul", (a, b))
+
+
+def concatenate(xs: tuple[Node, ...], axis: int) -> Node:
+    return _typed("concatenate", tuple(xs), (("axis", axis),))

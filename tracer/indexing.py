@@ -1,0 +1,120 @@
+"""Basic indexing (ints, slices, None, Ellipsis) as views, and writes through views.
+
+Advanced indexing (integer arrays, masks) is not lazy yet: it evaluates its operands, runs NumPy,
+and is counted as a fallback.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Node
+from . import graph as G
+from .array import ndarray, proxy, nocopy_reshape, write_through, asarray_node, apply_step_numpy
+
+
+def _is_basic(key: tuple) -> bool:
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            continue
+        if isinstance(k, (bool, np.bool_)):
+            return False
+        if isinstance(k, (int, np.integer)):
+            continue
+        return False
+    return True
+
+
+def _norm_key(key) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def basic_view(a: ndarray, key: tuple) -> ndarray:
+    out_shape = proxy(a.shape)[key].shape  # NumPy's own IndexError / TypeError
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if Ellipsis in [k for k in key if k is Ellipsis]:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (a.ndim - n_real) + key[i + 1:]
+    else:
+        key = key + (slice(None),) * (a.ndim - n_real)
+    slices, ax = [], 0
+    for k in key:
+        if k is None:
+            continue
+        d = a.shape[ax]
+        if isinstance(k, slice):
+            slices.append(k.indices(d))
+        else:
+            i = int(k) + d if int(k) < 0 else int(k)
+            slices.append((i, i + 1, 1))
+        ax += 1
+    view = a
+    slices = tuple(slices)
+    if slices != G.full_slice(a.shape):
+        shape = tuple(len(range(*s)) for s in slices)
+        strides = tuple(st * s[2] for st, s in zip(a._view.strides, slices))
+        view = view._derive("slice", slices, shape, strides)
+    if view.shape != out_shape:
+        strides = nocopy_reshape(view.shape, view._view.strides, out_shape)
+        view = view._derive("reshape", out_shape, out_shape, strides)
+    if view is a:
+        view = ndarray(a._var, a._view)
+    return view
+
+
+def getitem(a: ndarray, key):
+    key = _norm_key(key)
+    if _is_basic(key):
+        return basic_view(a, key)
+    from .runtime import fallback_call
+    return fallback_call("ndarray.__getitem__", lambda x, k: x[k], (a, key), {})
+
+
+def _value_node(value, target: ndarray) -> Node:
+    if isinstance(value, ndarray):
+        node = value._node
+    else:
+        arr = value if isinstance(value, np.ndarray) else None
+        if arr is None:
+            arr = np.array(value, dtype=target.dtype) if np.ndim(value) == 0 and \
+                not isinstance(value, np.generic) else np.asarray(value)
+        node = asarray_node(arr)
+    with np.errstate(all="ignore"):
+        node = G.cast(node, target.dtype)
+    while node.ndim > target.ndim and node.shape[0] == 1:
+        node = G.reshape(node, node.shape[1:])
+    try:
+        shape = np.broadcast_shapes(node.shape, target.shape)
+    except ValueError:
+        shape = None
+    if shape is None or tuple(shape) != target.shape:
+        raise ValueError(f"could not broadcast input array from shape {node.shape} into shape "
+                         f"{target.shape}")
+    return G.broadcast(node, target.shape)
+
+
+def assign_full(target: ndarray, value: Node) -> None:
+    """Replace all of `target` (a view of its base) with `value`, which has target's shape."""
+    if not target._view.writeable:
+        raise ValueError("assignment destination is read-only")
+    var = target._var
+    var.assign(write_through(var.node, target._view.steps, value))
+
+
+def setitem(a: ndarray, key, value) -> None:
+    key = _norm_key(key)
+    if not a._view.writeable:
+        raise ValueError("assignment destination is read-only")
+    if _is_basic(key):
+        target = basic_view(a, key)
+        assign_full(target, _value_node(value, target))
+        return
+    from .runtime import count_fallback, to_numpy
+    count_fallback("ndarray.__setitem__")
+    var = a._var
+    base = np.array(to_numpy(ndarray(var)), copy=True)
+    view = base
+    for kind, arg in a._view.steps:
+        view = apply_step_numpy(view, kind, arg)
+    k = tuple(to_numpy(x) if isinstance(x, ndarray) else x for x in key)
+    view[k] = to_numpy(value) if isinstance(value, ndarray) else value
+    var.assign(G.leaf(base))

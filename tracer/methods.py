@@ -1,0 +1,142 @@
+"""Operators and methods of the lazy array, each a line that records through tracer.numpy."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import functions as F
+from . import graph as G
+from . import reductions as R
+from .array import ndarray
+from .indexing import getitem, setitem
+from .ufuncs import apply_ufunc
+
+
+def _binary(uf, reflected=False):
+    def op(self, other):
+        if not isinstance(other, (ndarray, np.ndarray, np.generic, int, float, complex, bool,
+                                  list, tuple)):
+            return NotImplemented
+        return apply_ufunc(uf, (other, self) if reflected else (self, other))
+    return op
+
+
+def _inplace(uf):
+    def op(self, other):
+        apply_ufunc(uf, (self, other), out=self)
+        return self
+    return op
+
+
+for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("truediv", np.true_divide), ("floordiv", np.floor_divide),
+                   ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),
+                   ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
+                   ("rshift", np.right_shift)]:
+    setattr(ndarray, f"__{_name}__", _binary(_uf))
+    setattr(ndarray, f"__r{_name}__", _binary(_uf, reflected=True))
+    setattr(ndarray, f"__i{_name}__", _inplace(_uf))
+for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                   ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+    setattr(ndarray, f"__{_name}__", _binary(_uf))
+for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
+                   ("invert", np.invert)]:
+    setattr(ndarray, f"__{_name}__", (lambda uf: lambda self: apply_ufunc(uf, (self,)))(_uf))
+
+
+def _divmod(self, other):
+    return apply_ufunc(np.floor_divide, (self, other)), apply_ufunc(np.remainder, (self, other))
+
+
+def _matmul(self, other):
+    return F.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    return F.matmul(other, self)
+
+
+def _imatmul(self, other):
+    res = F.matmul(self, other)
+    from .indexing import assign_full
+    if res.shape != self.shape:
+        raise ValueError("matmul: in-place result has the wrong shape")
+    assign_full(self, G.cast(res._node, self.dtype))
+    return self
+
+
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    dt = np.dtype(dtype)
+    if not np.can_cast(self.dtype, dt, casting):
+        raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the "
+                        f"rule {casting!r}")
+    if dt == self.dtype and not copy:
+        return self
+    with np.errstate(all="ignore"):
+        return ndarray._from_node(G.cast(self._node, dt))
+
+
+def _copy(self, order="C"):
+    return ndarray._from_node(self._node)
+
+
+def _fill(self, value):
+    setitem(self, Ellipsis, value)
+
+
+def _flatten(self, order="C"):
+    return ndarray._from_node(G.reshape(self._node, (self.size,)))
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    from .runtime import fallback_call
+    if method == "__call__":
+        out = kwargs.pop("out", None)
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        where = kwargs.pop("where", True)
+        dtype = kwargs.pop("dtype", None)
+        casting = kwargs.pop("casting", "same_kind")
+        if not kwargs and (out is None or isinstance(out, ndarray)):
+            r = apply_ufunc(ufunc, inputs, out=out, where=where, dtype=dtype, casting=casting)
+            if r is not None:
+                return r
+            kwargs.update(where=where, casting=casting)
+            if dtype is not None:
+                kwargs["dtype"] = dtype
+        if out is not None:
+            kwargs["out"] = out
+    elif method == "reduce" and ufunc in R._REDUCE_OP:
+        return R.reduce(ufunc, *inputs, **kwargs)
+    return fallback_call(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__,
+                         getattr(ufunc, method) if method != "__call__" else ufunc,
+                         inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    from . import numpy as tnp
+    impl = tnp._LAZY.get(func.__name__)
+    if impl is not None and getattr(np, func.__name__, None) is func:
+        return impl(*args, **kwargs)
+    from .runtime import fallback_call
+    return fallback_call(func.__name__, func, args, kwargs)
+
+
+ndarray.__divmod__ = _divmod
+ndarray.__matmul__ = _matmul
+ndarray.__rmatmul__ = _rmatmul
+ndarray.__imatmul__ = _imatmul
+ndarray.__getitem__ = getitem
+ndarray.__setitem__ = setitem
+ndarray.__array_ufunc__ = _array_ufunc
+ndarray.__array_function__ = _array_function
+ndarray.astype = _astype
+ndarray.copy = _copy
+ndarray.fill = _fill
+ndarray.flatten = _flatten
+ndarray.ravel = lambda self, order="C": self.reshape(-1)
+ndarray.squeeze = lambda self, axis=None: F.squeeze(self, axis)
+ndarray.swapaxes = lambda self, a, b: F.swapaxes(self, a, b)
+ndarray.clip = lambda self, min=None, max=None, out=None, **kw: F.clip(self, min, max, out)
+ndarray.dot = lambda self, b, out=None: F.dot(self, b, out)
+for _n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"):
+    setattr(ndarray, _n, getattr(R, _n))

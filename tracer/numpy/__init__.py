@@ -1,0 +1,98 @@
+"""`import tracer.numpy as np`: the drop-in namespace.
+
+Functions listed here record lazily. Any other NumPy function still works: it evaluates its
+inputs, runs NumPy, warns once per call site and is counted (`tracer.stats().fallbacks`).
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from .. import functions as _F
+from .. import reductions as _R
+from .. import methods as _methods  # noqa: F401  (installs the operators)
+from ..array import ndarray
+from ..ufuncs import apply_ufunc as _apply_ufunc
+from ..runtime import fallback_call as _fallback_call
+
+
+class ufunc:
+    """A NumPy ufunc that records lazily; other methods (outer, at, ...) fall back to NumPy."""
+
+    def __init__(self, uf: _np.ufunc):
+        self._uf = uf
+        self.__name__ = uf.__name__
+        self.__doc__ = uf.__doc__
+
+    def __call__(self, *args, out=None, where=True, dtype=None, casting="same_kind", **kw):
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        if not kw and (out is None or isinstance(out, ndarray)):
+            r = _apply_ufunc(self._uf, args, out=out, where=where, dtype=dtype, casting=casting)
+            if r is not None:
+                return r
+        kw.update(where=where, casting=casting)
+        if dtype is not None:
+            kw["dtype"] = dtype
+        if out is not None:
+            kw["out"] = out
+        return _fallback_call(self.__name__, self._uf, args, kw)
+
+    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_np._NoValue,
+               where=True):
+        return _R.reduce(self._uf, array, axis, dtype, out, keepdims, initial, where)
+
+    def __getattr__(self, name):
+        attr = getattr(self._uf, name)
+        if callable(attr):
+            return lambda *a, **k: _fallback_call(f"{self.__name__}.{name}", attr, a, k)
+        return attr
+
+    def __repr__(self) -> str:
+        return f"<tracer ufunc '{self.__name__}'>"
+
+
+_UFUNCS = {}
+for _name in dir(_np):
+    _obj = getattr(_np, _name)
+    if isinstance(_obj, _np.ufunc):
+        _UFUNCS[_name] = ufunc(_obj)
+globals().update(_UFUNCS)
+
+_LAZY = dict(_UFUNCS)
+for _mod, _names in [
+    (_F, "array asarray full zeros ones empty zeros_like ones_like empty_like full_like arange "
+         "linspace eye identity reshape transpose permute_dims swapaxes moveaxis expand_dims "
+         "squeeze broadcast_to broadcast_arrays ravel atleast_1d atleast_2d flip flipud fliplr "
+         "copy concatenate stack vstack hstack where clip astype matmul dot vdot size shape ndim"),
+    (_R, "sum prod max min any all mean var std argmax argmin"),
+]:
+    for _n in _names.split():
+        _LAZY[_n] = getattr(_mod, _n)
+_LAZY.update(amax=_R.max, amin=_R.min, concat=_F.concatenate)
+globals().update(_LAZY)
+
+# constants and types come straight from NumPy
+from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  # noqa: E402,F401
+                   result_type, can_cast, promote_types, bool_, int8, int16, int32, int64,
+                   uint8, uint16, uint32, uint64, float16, float32, float64, complex64,
+                   complex128, intp, uintp, integer, floating, number, generic, signedinteger,
+                   unsignedinteger, inexact, complexfloating, errstate, seterr, geterr)
+bool = _np.bool  # noqa: A001
+float_ = _np.float64
+int_ = _np.int_
+
+
+def asnumpy(a):
+    """The values of a lazy array as a NumPy array (evaluates)."""
+    return _np.asarray(a)
+
+
+def __getattr__(name: str):
+    obj = getattr(_np, name)
+    if callable(obj) and not isinstance(obj, type):
+        def fallback(*args, **kwargs):
+            return _fallback_call(name, obj, args, kwargs)
+        fallback.__name__ = name
+        fallback.__doc__ = getattr(obj, "__doc__", None)
+        return fallback
+    return obj

@@ -1,0 +1,196 @@
+"""Reductions with NumPy's axis, keepdims, dtype, out and initial rules; mean/var/std as NumPy
+composes them (numpy/_core/_methods.py), so dtypes and rounding follow NumPy's."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple, normalize_axis_index
+
+from . import graph as G
+from .array import ndarray, asarray_node
+from .ufuncs import apply_ufunc
+
+_REDUCE_OP = {np.add: "reduce_sum", np.multiply: "reduce_prod", np.maximum: "reduce_max",
+              np.minimum: "reduce_min", np.logical_or: "reduce_any", np.logical_and: "reduce_all"}
+_NAMES = {np.maximum: "maximum", np.minimum: "minimum"}
+
+
+def _lazy(a) -> ndarray:
+    return a if isinstance(a, ndarray) else ndarray._from_node(asarray_node(a))
+
+
+def _axes(axis, ndim) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    return normalize_axis_tuple(axis, ndim)
+
+
+def _keep(node, axes, ndim) -> ndarray:
+    shape = tuple(1 if i in axes else s for i, s in enumerate(_full_shape(node, axes, ndim)))
+    return ndarray._from_node(node).reshape(shape)
+
+
+def _full_shape(node, axes, ndim):
+    it = iter(node.shape)
+    return [1 if i in axes else next(it) for i in range(ndim)]
+
+
+def _finish(res: ndarray, out):
+    if out is None:
+        return res
+    if isinstance(out, tuple):
+        out = out[0]
+    from .indexing import assign_full
+    if out.shape != res.shape:
+        raise ValueError(f"output parameter for reduction operation has the wrong shape "
+                         f"{out.shape}, expected {res.shape}")
+    with np.errstate(all="ignore"):
+        assign_full(out, G.cast(res._node, out.dtype))
+    return out
+
+
+def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+           where=True):
+    op = _REDUCE_OP.get(ufunc)
+    a = _lazy(a)
+    if op is None or where is not True:
+        from .runtime import fallback_call
+        kw = dict(axis=axis, dtype=dtype, keepdims=keepdims)
+        if initial is not np._NoValue:
+            kw["initial"] = initial
+        if where is not True:
+            kw["where"] = where
+        return fallback_call(f"{ufunc.__name__}.reduce", ufunc.reduce, (a,), kw)
+    x = a._node
+    axes = _axes(axis, x.ndim)
+    n_reduced = math.prod(x.shape[i] for i in axes)
+    if ufunc in (np.maximum, np.minimum) and n_reduced == 0 and initial is np._NoValue:
+        raise ValueError(f"zero-size array to reduction operation {_NAMES[ufunc]} which has no "
+                         "identity")
+    probe = np.zeros((1,) * x.ndim, x.dtype)
+    res_dt = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
+        ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
+    with np.errstate(all="ignore"):
+        src = G.cast(x, np.bool_ if op in ("reduce_any", "reduce_all") else res_dt)
+    node = G.reduce(op, src, axes) if axes else src
+    if initial is not np._NoValue:
+        node = apply_ufunc(ufunc, (ndarray._from_node(node), initial))._node
+        node = G.cast(node, res_dt)
+    res = _keep(node, axes, x.ndim) if keepdims else ndarray._from_node(node)
+    return _finish(res, out)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    return reduce(np.add, a, axis, dtype, out, keepdims, initial, where)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    return reduce(np.multiply, a, axis, dtype, out, keepdims, initial, where)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    return reduce(np.maximum, a, axis, None, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    return reduce(np.minimum, a, axis, None, out, keepdims, initial, where)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=True):
+    return reduce(np.logical_or, a, axis, None, out, keepdims, np._NoValue, where)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=True):
+    return reduce(np.logical_and, a, axis, None, out, keepdims, np._NoValue, where)
+
+
+def _count(shape, axes) -> int:
+    return math.prod(shape[i] for i in axes)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    a = _lazy(a)
+    axes = _axes(axis, a.ndim)
+    rcount = _count(a.shape, axes)
+    if rcount == 0:
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=2)
+    is_f16 = False
+    if dtype is None:
+        if a.dtype.kind in "iub":
+            dtype = np.dtype("f8")
+        elif a.dtype == np.float16:
+            dtype, is_f16 = np.dtype("f4"), True
+    ret = sum(a, axis, dtype, None, keepdims, where=where)
+    with np.errstate(all="ignore"):
+        q = apply_ufunc(np.true_divide, (ret, rcount))
+        node = G.cast(q._node, ret.dtype)
+    if is_f16:
+        node = G.cast(node, np.float16)
+    return _finish(ndarray._from_node(node), out)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
+    if correction is not np._NoValue:
+        ddof = correction
+    a = _lazy(a)
+    axes = _axes(axis, a.ndim)
+    rcount = _count(a.shape, axes)
+    if ddof >= rcount:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+    if dtype is None and a.dtype.kind in "iub":
+        dtype = np.dtype("f8")
+    arrmean = sum(a, axis, dtype, None, True, where=where)
+    with np.errstate(all="ignore"):
+        arrmean = ndarray._from_node(G.cast(
+            apply_ufunc(np.true_divide, (arrmean, rcount))._node, arrmean.dtype))
+    x = apply_ufunc(np.subtract, (a, arrmean))
+    if x.dtype.kind == "c":
+        x = apply_ufunc(np.multiply, (x, apply_ufunc(np.conjugate, (x,))))
+        x = ndarray._from_node(G.cast(x._node, np.dtype(x.dtype.char.lower()).type(0).real.dtype))
+    else:
+        x = apply_ufunc(np.multiply, (x, x))
+    ret = sum(x, axis, dtype, None, keepdims, where=where)
+    denom = builtins_max(rcount - ddof, 0)
+    with np.errstate(all="ignore"):
+        node = G.cast(apply_ufunc(np.true_divide, (ret, denom))._node, ret.dtype)
+    return _finish(ndarray._from_node(node), out)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
+    v = var(a, axis, dtype, None, ddof, keepdims, where=where, correction=correction)
+    return _finish(apply_ufunc(np.sqrt, (v,)), out)
+
+
+def _arg(kind: str, a, axis=None, out=None, *, keepdims=False):
+    a = _lazy(a)
+    if axis is None:
+        x = a.reshape(-1)._node
+        ax = 0
+    else:
+        ax = normalize_axis_index(axis, a.ndim)
+        x = a._node
+    if x.shape[ax] == 0:
+        raise ValueError(f"attempt to get {kind} of an empty sequence")
+    node = G.reduce(kind, x, (ax,))
+    res = ndarray._from_node(node)
+    if keepdims:
+        res = res.reshape((1,) * a.ndim if axis is None else
+                          tuple(1 if i == ax else s for i, s in enumerate(a.shape)))
+    return _finish(res, out)
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    return _arg("argmax", a, axis, out, keepdims=keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    return _arg("argmin", a, axis, out, keepdims=keepdims)
+
+
+import builtins  # noqa: E402  (sum/max/min/any/all are shadowed above)
+
+builtins_max = builtins.max

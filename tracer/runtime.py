@@ -1,0 +1,199 @@
+"""Materialization: optimize, lower to kernels, run; plus explain() and the NumPy fallback."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+import cuda_kernels
+import opt
+from ir import Node, format_graph, make, toposort
+from ir.config import CONFIG
+from ir.stats import STATS
+from .array import Var, ndarray, pending_vars, apply_step_numpy
+
+
+class TracerFallbackWarning(UserWarning):
+    """A NumPy function ran eagerly on evaluated inputs because tracer has no lazy version."""
+
+
+_FALLBACK_SITES: dict[tuple[str, str, int], int] = {}
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OUR_DIRS = tuple(os.path.join(_PKG_DIR, d) + os.sep for d in ("tracer", "ir", "opt", "cuda_kernels"))
+
+
+def user_frame():
+    """The innermost frame outside tracer's own packages and NumPy's dispatch."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_OUR_DIRS) and os.sep + "numpy" + os.sep not in fn:
+            return f
+        f = f.f_back
+    return sys._getframe(1)
+
+
+def backend() -> str:
+    return cuda_kernels.default_backend(CONFIG.backend)
+
+
+# ------------------------------------------------------------------ evaluation
+
+def _leaf_for(node: Node, buf) -> Node:
+    return make("input", (), node.shape, node.dtype, (("buf", buf),))
+
+
+def evaluate_vars(vars_: list[Var]) -> None:
+    targets: list[Var] = []
+    seen = set()
+    for v in vars_:
+        if v.node.op != "input" and id(v) not in seen:
+            seen.add(id(v))
+            targets.append(v)
+    if not targets:
+        return
+    in_graph = {id(n) for n in toposort([v.node for v in targets])}
+    # live arrays whose value is computed on the way are kept too, so they are not recomputed
+    extra = [v for v in pending_vars() if id(v) not in seen and id(v.node) in in_graph
+             and v.node.op not in ("const", "broadcast_to")]
+    allv = targets + extra
+    bufs = execute([v.node for v in allv])
+    for v, (node, buf) in zip(allv, zip([v.node for v in allv], bufs)):
+        v.node = _leaf_for(node, buf)
+
+
+def execute(roots: list[Node]) -> list:
+    STATS.evaluations += 1
+    t0 = time.perf_counter()
+    res = opt.optimize(roots)
+    STATS.optimize_s += time.perf_counter() - t0
+    program = cuda_kernels.lower(res.roots, backend())
+    bufs = cuda_kernels.run(program)
+    if CONFIG.debug >= 1:
+        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, "
+              f"optimize {res.seconds * 1e3:.2f} ms", file=sys.stderr)
+    if CONFIG.debug >= 2:
+        print(format_graph(res.roots), file=sys.stderr)
+    return bufs
+
+
+def evaluate(*arrays):
+    """Compute these arrays together as one graph; returns them (now realized)."""
+    evaluate_vars([a._var for a in arrays if isinstance(a, ndarray)])
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def to_numpy(a: ndarray) -> np.ndarray:
+    evaluate_vars([a._var])
+    buf = a._var.node.attr("buf")
+    host = cuda_kernels.to_host(buf)
+    out = host
+    for kind, arg in a._view.steps:
+        out = apply_step_numpy(out, kind, arg)
+    out = out.view()
+    out.flags.writeable = False
+    return out
+
+
+# ------------------------------------------------------------------ explain
+
+class Plan:
+    """What evaluating some arrays would do: graphs, passes, kernels and their source."""
+
+    def __init__(self, before: list[Node], res, program):
+        self.graph_before = _Graph(before)
+        self.graph_after = _Graph(res.roots)
+        self.passes = res.passes
+        self.kernels = program.kernels
+        self.peak_bytes = program.peak_bytes
+        self.bytes_copied = program.bytes_copied
+        self.backend = program.backend
+
+    def __str__(self) -> str:
+        out = [f"== graph before ({len(toposort(self.graph_before.roots))} nodes)",
+               str(self.graph_before), "== passes"]
+        out += [f"  {name:<24} {sec * 1e3:8.3f} ms  {'changed' if ch else '-'}"
+                for name, sec, ch in self.passes]
+        out += [f"== graph after ({len(self.kernels)} kernels, backend {self.backend})",
+                str(self.graph_after), f"== peak_bytes {self.peak_bytes}, "
+                f"bytes_copied {self.bytes_copied}"]
+        for k in self.kernels:
+            out += [f"== kernel {k.name} ({k.kind}, {k.backend})", k.source]
+        return "\n".join(out)
+
+    __repr__ = __str__
+
+
+class _Graph:
+    def __init__(self, roots):
+        self.roots = list(roots)
+
+    def __str__(self) -> str:
+        return format_graph(self.roots)
+
+    __repr__ = __str__
+
+
+def explain(*arrays) -> Plan:
+    roots = [a._var.node for a in arrays]
+    res = opt.optimize(roots)
+    program = cuda_kernels.lower(res.roots, backend())
+    return Plan(roots, res, program)
+
+
+# ------------------------------------------------------------------ fallback to NumPy
+
+def count_fallback(name: str) -> None:
+    STATS.fallbacks += 1
+    f = user_frame()
+    key = (name, f.f_code.co_filename, f.f_lineno)
+    first = key not in _FALLBACK_SITES
+    _FALLBACK_SITES[key] = _FALLBACK_SITES.get(key, 0) + 1
+    if first:
+        warnings.warn_explicit(
+            f"tracer: {name} has no lazy implementation; it ran NumPy on evaluated inputs",
+            TracerFallbackWarning, f.f_code.co_filename, f.f_lineno,
+            module=f.f_globals.get("__name__", "?"))
+
+
+def coverage_report() -> str:
+    if not _FALLBACK_SITES:
+        return "no NumPy fallbacks"
+    lines = [f"{n:>5}x {name}  at {fn}:{ln}" for (name, fn, ln), n in
+             sorted(_FALLBACK_SITES.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines)
+
+
+def _to_host(x):
+    if isinstance(x, ndarray):
+        return np.asarray(to_numpy(x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_host(i) for i in x)
+    if isinstance(x, dict):
+        return {k: _to_host(v) for k, v in x.items()}
+    return x
+
+
+def _wrap(x):
+    if isinstance(x, np.ndarray):
+        return ndarray(Var(_leaf_from_numpy(x)))
+    if isinstance(x, tuple):
+        return tuple(_wrap(i) for i in x)
+    if isinstance(x, list):
+        return [_wrap(i) for i in x]
+    return x
+
+
+def _leaf_from_numpy(a: np.ndarray) -> Node:
+    from . import graph as G
+    return G.leaf(np.array(a, copy=True))
+
+
+def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    count_fallback(name)
+    out = fn(*_to_host(args), **_to_host(kwargs))
+    return _wrap(out)
