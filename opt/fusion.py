@@ -51,19 +51,28 @@ def fusion(roots: list[Node]) -> list[Node]:
         us = use[id(n)]
         if not fusible[id(n)]:
             mat.add(id(n))
-        elif len({id(u) for u in us}) > 1 and not _free_remap(n):
-            mat.add(id(n))
         elif any(not fusible[id(u)] for u in us):
             mat.add(id(n))
         elif is_reduce(n) and any(OPS[u.op].kind is not Kind.ELEMENTWISE for u in us):
             mat.add(id(n))
 
-    while True:  # one reduction per group: materialize the deeper ones
-        extra = set()
-        for n in order:
+    while True:
+        # A value read by two groups is materialized (only the topmost shared value: below it
+        # the groups no longer overlap). Index remaps are recomputed, never shared. One
+        # reduction per group: the deeper ones are materialized.
+        extra, owner, shared = set(), {}, set()
+        for n in reversed(order):
             if id(n) in mat and fusible[id(n)]:
-                reds = [m for m in _group(n, mat) if is_reduce(m)]
+                members = _group(n, mat)
+                reds = [m for m in members if is_reduce(m)]
                 extra.update(id(r) for r in reds[:-1])
+                for m in members:
+                    if m is not n and m.op not in _REMAPS:
+                        if owner.setdefault(id(m), id(n)) != id(n):
+                            shared.add(id(m))
+        for n in order:
+            if id(n) in shared and not any(id(u) in shared for u in use[id(n)]):
+                extra.add(id(n))
         if not extra - mat:
             break
         mat |= extra
