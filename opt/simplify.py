@@ -174,7 +174,7 @@ def _attr_key(n: Node):
         hash(n.attrs)
         return n.attrs
     except TypeError:
-        return ("uid", n.uid)
+        return ("repr", repr(n.attrs))
 
 
 def dce(roots: list[Node]) -> list[Node]:

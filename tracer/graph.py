@@ -15,6 +15,9 @@ def _typed(op: str, inputs: tuple[Node, ...], attrs: tuple = ()) -> Node:
     return make(op, inputs, shape, dtype, attrs)
 
 
+_NAN = float("nan")
+
+
 def leaf(value) -> Node:
     return make("input", (), value.shape, value.dtype, (("buf", Buffer(value)),))
 
@@ -24,7 +27,7 @@ def const(value, dtype) -> Node:
     v = np.asarray(value, dtype=dtype)[()]
     py = v.item() if dtype.kind != "c" else complex(v)
     if dtype.kind == "f" and py != py:
-        py = float("nan")  # one interned NaN constant
+        py = _NAN  # NaN != NaN: one shared object keeps NaN constants interned
     return make("const", (), (), dtype, (("value", py), ("dtype", dtype.str)))
 
 
@@ -50,6 +53,10 @@ def broadcast(x: Node, shape: tuple[int, ...]) -> Node:
 
 def transpose(x: Node, perm: tuple[int, ...]) -> Node:
     perm = tuple(int(p) for p in perm)
+    if x.op == "transpose":  # compose: transpose(transpose(y, p), q) = transpose(y, p[q])
+        inner = x.attr("perm")
+        perm = tuple(inner[p] for p in perm)
+        x = x.inputs[0]
     if perm == tuple(range(x.ndim)):
         return x
     return _typed("transpose", (x,), (("perm", perm),))
