@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-_intern: "weakref.WeakValueDictionary[tuple, Node]" = weakref.WeakValueDictionary()
 _ids = itertools.count()
 
 
@@ -70,21 +69,56 @@ def short_type(n: Node) -> str:
     return f"{short_dtype(n.dtype)}[{','.join(map(str, n.shape))}]"
 
 
+_new = object.__new__
+_SET = None
+_table: dict[tuple, "weakref.ref[Node]"] = {}
+_purge_at = [1 << 16]
+
+
+def _setters():
+    global _SET
+    _SET = tuple(Node.__dict__[f].__set__ for f in ("op", "inputs", "shape", "dtype", "attrs",
+                                                     "uid"))
+    return _SET
+
+
+def _purge() -> None:
+    dead = [k for k, r in _table.items() if r() is None]
+    for k in dead:
+        del _table[k]
+    _purge_at[0] = max(1 << 16, 2 * len(_table))
+
+
 def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dtype,
          attrs: tuple[tuple[str, Any], ...] = ()) -> Node:
-    """Build (or find) the node. Shape/dtype must already satisfy the op's rules."""
-    shape = tuple(int(s) for s in shape)
+    """Build (or find) the node. Shape/dtype must already satisfy the op's rules.
+
+    The intern table holds weak references (dead entries are purged as it grows), and nodes
+    are built through the slot setters: tracing cost per op is dominated by this function.
+    """
+    shape = tuple(map(int, shape))
     dtype = np.dtype(dtype)
-    key = (op, inputs, shape, dtype.str, attrs)
+    key = (op, inputs, shape, dtype, attrs)
     try:
-        hit = _intern.get(key)
+        ref = _table.get(key)
     except TypeError:  # unhashable attr: never interned
-        hit, key = None, None
-    if hit is not None:
-        return hit
-    node = Node(op, inputs, shape, dtype, attrs, next(_ids))
+        ref, key = None, None
+    if ref is not None:
+        hit = ref()
+        if hit is not None:
+            return hit
+    so, si, ss, sd, sa, su = _SET or _setters()
+    node = _new(Node)
+    so(node, op)
+    si(node, inputs)
+    ss(node, shape)
+    sd(node, dtype)
+    sa(node, attrs)
+    su(node, next(_ids))
     if key is not None:
-        _intern[key] = node
+        _table[key] = weakref.ref(node)
+        if len(_table) > _purge_at[0]:
+            _purge()
     return node
 
 

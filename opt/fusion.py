@@ -11,6 +11,7 @@ from ir import Node, make, toposort, users
 from ir.registry import OPS, Kind
 
 _REMAPS = ("broadcast_to", "transpose")
+MAX_GROUP = 64
 
 
 def has_kernel(n: Node) -> bool:
@@ -66,6 +67,9 @@ def fusion(roots: list[Node]) -> list[Node]:
                 members = _group(n, mat)
                 reds = [m for m in members if is_reduce(m)]
                 extra.update(id(r) for r in reds[:-1])
+                compute = [m for m in members if m.op not in _REMAPS and m is not n]
+                if len(compute) >= MAX_GROUP:  # bound kernel size and compile time
+                    extra.add(id(compute[len(compute) // 2]))
                 for m in members:
                     if m is not n and m.op not in _REMAPS:
                         if owner.setdefault(id(m), id(n)) != id(n):

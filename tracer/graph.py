@@ -24,7 +24,12 @@ def leaf(value) -> Node:
 
 def const(value, dtype) -> Node:
     dtype = np.dtype(dtype)
-    v = np.asarray(value, dtype=dtype)[()]
+    if isinstance(value, float) and dtype.kind == "f" and dtype.itemsize < 8 and \
+            abs(value) > 6e4:
+        with np.errstate(all="ignore"):  # may round to inf, as NumPy's cast does
+            v = dtype.type(value)
+    else:
+        v = dtype.type(value) if not isinstance(value, np.ndarray) else value.astype(dtype)[()]
     py = v.item() if dtype.kind != "c" else complex(v)
     if dtype.kind == "f" and py != py:
         py = _NAN  # NaN != NaN: one shared object keeps NaN constants interned
@@ -46,8 +51,9 @@ def broadcast(x: Node, shape: tuple[int, ...]) -> Node:
     if x.shape == shape:
         return x
     if x.op == "broadcast_to":  # broadcast of a broadcast is one broadcast
-        inner = x.inputs[0]
-        return _typed("broadcast_to", (inner,), (("shape", shape),))
+        x = x.inputs[0]
+    if not x.shape:
+        return make("broadcast_to", (x,), shape, x.dtype, (("shape", shape),))
     return _typed("broadcast_to", (x,), (("shape", shape),))
 
 
@@ -91,8 +97,11 @@ def setslice(base: Node, value: Node, slices: tuple) -> Node:
     return _typed("setslice", (base, value), (("slices", slices),))
 
 
-def elementwise(op: str, inputs: tuple[Node, ...]) -> Node:
-    return _typed(op, tuple(inputs))
+def elementwise(op: str, inputs: tuple[Node, ...], shape=None, dtype=None) -> Node:
+    """Callers that already resolved the type (the ufunc path) pass it; the verifier checks."""
+    if shape is None:
+        return _typed(op, tuple(inputs))
+    return make(op, tuple(inputs), shape, dtype)
 
 
 def where(c: Node, a: Node, b: Node) -> Node:

@@ -44,11 +44,15 @@ class Operand:
         v = self.weak
         if dtype.kind in "iu" and isinstance(v, int):
             np.asarray(v, dtype=dtype)  # OverflowError as NumPy raises it
-        with np.errstate(all="ignore"):
-            return G.const(v, dtype)
+        return G.const(v, dtype)
 
 
 def broadcast_shapes(shapes) -> tuple[int, ...]:
+    full = [s for s in shapes if s]
+    if not full:
+        return ()
+    if all(s == full[0] for s in full):
+        return tuple(full[0])
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -59,6 +63,9 @@ def broadcast_shapes(shapes) -> tuple[int, ...]:
 def _int_fits(v: int, dt: np.dtype) -> bool:
     info = np.iinfo(dt)
     return info.min <= v <= info.max
+
+
+_RESOLVED: dict[tuple, tuple] = {}
 
 
 def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...]:
@@ -73,7 +80,11 @@ def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...
                         and k.itemsize == 8 else np.dtype(np.int64) if isinstance(k, np.dtype)
                         else k for k in keys]
     if dtype is None:
-        return uf.resolve_dtypes(tuple(keys) + (None,) * uf.nout)
+        key = (uf, *keys)
+        hit = _RESOLVED.get(key)
+        if hit is None:
+            hit = _RESOLVED[key] = uf.resolve_dtypes(tuple(keys) + (None,) * uf.nout)
+        return hit
     sig = (None,) * uf.nin + (np.dtype(dtype),) * uf.nout
     return uf.resolve_dtypes(tuple(keys) + (None,) * uf.nout, signature=sig)
 
@@ -96,7 +107,7 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
     dts = resolve(uf, ops, dtype)
     shape = broadcast_shapes([o.shape for o in ops])
     inputs = tuple(G.broadcast(o.as_node(dt, name), shape) for o, dt in zip(ops, dts))
-    node = G.elementwise(name, inputs)
+    node = G.elementwise(name, inputs, shape, dts[-1])
     if out is None and where is True:
         return ndarray._from_node(node)
     return write_out(uf, node, out, where, casting, [o.node.dtype if o.node is not None
