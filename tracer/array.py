@@ -370,3 +370,26 @@ def asarray_node(x: Any) -> Node:
     if a.ndim == 0:
         return G.const(a[()], a.dtype)
     return G.leaf(a)
+
+
+_depth = [0]
+
+
+def traced(fn):
+    """Adds the time spent recording to stats().trace_s (outermost call only)."""
+    import functools
+    import time as _time
+    from ir.stats import STATS
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _depth[0]:
+            return fn(*args, **kwargs)
+        _depth[0] = 1
+        t0 = _time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _depth[0] = 0
+            STATS.trace_s += _time.perf_counter() - t0
+    return wrapper

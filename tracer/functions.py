@@ -7,7 +7,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from . import graph as G
-from .array import Var, ndarray, asarray_node, proxy
+from .array import Var, ndarray, asarray_node, proxy, traced
 from .indexing import basic_view
 from .ufuncs import apply_ufunc
 
@@ -218,6 +218,7 @@ def copy(a, order="K", subok=False):
     return _lazy(a).copy()
 
 
+@traced
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrs = [_lazy(a) for a in arrays]
     if not arrs:
@@ -279,6 +280,7 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
 
 # ------------------------------------------------------------------ where, clip, astype
 
+@traced
 def where(condition, x=None, y=None):
     if x is None and y is None:
         from .runtime import fallback_call
@@ -329,6 +331,7 @@ def _matmul_error(a, b):
               np.zeros(kb) if b.ndim == 1 else np.zeros((kb, 1)))
 
 
+@traced
 def matmul(x1, x2, /, out=None, *, dtype=None, **kw):
     a, b = _lazy(x1), _lazy(x2)
     if a.ndim == 0 or b.ndim == 0:

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple, normalize_axis_index
 
 from . import graph as G
-from .array import ndarray, asarray_node
+from .array import ndarray, asarray_node, traced
 from .ufuncs import apply_ufunc
 
 _REDUCE_OP = {np.add: "reduce_sum", np.multiply: "reduce_prod", np.maximum: "reduce_max",
@@ -51,6 +51,7 @@ def _finish(res: ndarray, out):
     return out
 
 
+@traced
 def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
            where=True):
     op = _REDUCE_OP.get(ufunc)
@@ -110,6 +111,7 @@ def _count(shape, axes) -> int:
     return math.prod(shape[i] for i in axes)
 
 
+@traced
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     a = _lazy(a)
     axes = _axes(axis, a.ndim)
@@ -131,6 +133,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     return _finish(ndarray._from_node(node), out)
 
 
+@traced
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=np._NoValue):
     if correction is not np._NoValue:
@@ -165,6 +168,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     return _finish(apply_ufunc(np.sqrt, (v,)), out)
 
 
+@traced
 def _arg(kind: str, a, axis=None, out=None, *, keepdims=False):
     a = _lazy(a)
     if axis is None:

@@ -78,6 +78,13 @@ def execute(roots: list[Node]) -> list:
               f"optimize {res.seconds * 1e3:.2f} ms", file=sys.stderr)
     if CONFIG.debug >= 2:
         print(format_graph(res.roots), file=sys.stderr)
+    if CONFIG.debug >= 3:
+        for name, sec, changed in res.passes:
+            print(f"[tracer]   pass {name:<20} {sec * 1e3:8.3f} ms {'changed' if changed else ''}",
+                  file=sys.stderr)
+    if CONFIG.debug >= 4:
+        for k in program.kernels:
+            print(f"[tracer] kernel {k.name}\n{k.source}", file=sys.stderr)
     return bufs
 
 

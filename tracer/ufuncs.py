@@ -12,7 +12,7 @@ import numpy as np
 from ir import Node
 from ir.registry import OPS
 from . import graph as G
-from .array import ndarray, asarray_node, proxy
+from .array import ndarray, asarray_node, proxy, traced
 
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 
@@ -89,6 +89,7 @@ def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...
     return uf.resolve_dtypes(tuple(keys) + (None,) * uf.nout, signature=sig)
 
 
+@traced
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
     name = uf.__name__
     if name not in OPS or uf.nout != 1:
