@@ -98,11 +98,17 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     """
     shape = tuple(map(int, shape))
     dtype = np.dtype(dtype)
-    key = (op, inputs, shape, dtype, attrs)
-    try:
-        ref = _table.get(key)
-    except TypeError:  # unhashable attr: never interned
+    # Inputs enter the key by id: a live node keeps its inputs alive, so a live entry's ids
+    # cannot be reused, and the table never keeps a dead graph (or its buffers) alive. Leaves
+    # holding buffers are unique anyway and are not interned.
+    if op == "input":
         ref, key = None, None
+    else:
+        key = (op, tuple(map(id, inputs)), shape, dtype, attrs)
+        try:
+            ref = _table.get(key)
+        except TypeError:  # unhashable attr: never interned
+            ref, key = None, None
     if ref is not None:
         hit = ref()
         if hit is not None:
