@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -128,8 +128,9 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     return node
 
 
-def toposort(roots: list[Node] | tuple[Node, ...]) -> list[Node]:
-    """Every node reachable from roots, inputs before users (iterative, no recursion limit)."""
+def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:
+    """Every node reachable from roots, inputs before users (iterative, no recursion limit).
+    With `follow`, only inputs for which follow(input) is true are entered."""
     order: list[Node] = []
     seen: set[int] = set()
     for root in roots:
@@ -146,7 +147,7 @@ def toposort(roots: list[Node] | tuple[Node, ...]) -> list[Node]:
             seen.add(id(n))
             stack.append((n, True))
             for i in reversed(n.inputs):
-                if id(i) not in seen:
+                if id(i) not in seen and (follow is None or follow(i)):
                     stack.append((i, False))
     return order
 

@@ -107,21 +107,8 @@ def _external(i: Node, new: dict[int, Node]) -> Node:
 
 def _group(root: Node, mat: set[int]) -> list[Node]:
     """Nodes of root's group, inputs before users (the reduce nearest the root comes last)."""
-    out, seen, stack = [], set(), [(root, False)]
-    while stack:
-        n, done = stack.pop()
-        if done:
-            out.append(n)
-            continue
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        stack.append((n, True))
-        for i in n.inputs:
-            if id(i) not in mat and i.op not in ("input", "const") or \
-                    (i.op in _REMAPS and _free_remap(i)):
-                stack.append((i, False))
-    return out
+    return toposort([root], lambda i: (id(i) not in mat and i.op not in ("input", "const")) or
+                    (i.op in _REMAPS and _free_remap(i)))
 
 
 def _make_fusion(root: Node, mat: set[int], new: dict[int, Node]) -> Node:
