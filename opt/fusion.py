@@ -67,6 +67,13 @@ def fusion(roots: list[Node]) -> list[Node]:
                 members = _group(n, mat)
                 reds = [m for m in members if is_reduce(m)]
                 extra.update(id(r) for r in reds[:-1])
+                if reds:  # the epilogue runs at the reduction's output index: no remaps
+                    above = {id(reds[-1])}
+                    for m in members:
+                        if any(id(i) in above for i in m.inputs):
+                            above.add(id(m))
+                            if m.op in _REMAPS:
+                                extra.add(id(m.inputs[0]))
                 compute = [m for m in members if m.op not in _REMAPS and m is not n]
                 if len(compute) >= MAX_GROUP:  # bound kernel size and compile time
                     extra.add(id(compute[len(compute) // 2]))

@@ -146,7 +146,7 @@ class _Graph:
 
 
 def explain(*arrays) -> Plan:
-    roots = [a._var.node for a in arrays]
+    roots = [a._node for a in arrays]
     res = opt.optimize(roots)
     program = cuda_kernels.lower(res.roots, backend())
     return Plan(roots, res, program)
