@@ -161,7 +161,7 @@ _ufunc("ceil", T("{0}", floats="_ceil({0})"))
 _ufunc("trunc", T("{0}", floats="_trunc({0})"))
 _ufunc("rint", T("{0}", floats="_rint({0})"))
 _ufunc("maximum", T("_maximum({0}, {1})"), _CI)
-_ufunc("minimum", T("_minimum({0}, {1})"), _CI)
+_ufunc("minimum", T("_minimum({0}, {1})"), _CI)  # ties pick the second operand, as NumPy
 _ufunc("fmax", T("_fmax({0}, {1})"), _CI)
 _ufunc("fmin", T("_fmin({0}, {1})"), _CI)
 _ufunc("isnan", T("({0} != {0})"))
@@ -176,7 +176,7 @@ for _n, _s in [("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal
            Props(commutative=_n in ("equal", "not_equal")))
 _ufunc("logical_and", T("({0} and {1})"), _CI)
 _ufunc("logical_or", T("({0} or {1})"), _CI)
-_ufunc("logical_xor", T("({0} != {1})"), Props(commutative=True, associative=True))
+_ufunc("logical_xor", T("(({0} != 0) != ({1} != 0))"), Props(commutative=True, associative=True))
 _ufunc("logical_not", T("(not {0})"))
 _ufunc("bitwise_and", T("({0} & {1})"), _CI)
 _ufunc("bitwise_or", T("({0} | {1})"), _CI)
@@ -185,9 +185,13 @@ _ufunc("bitwise_xor", T(lambda i, o, b: "({0} != {1})" if i[0].kind == "b" else 
 _ufunc("invert", T(lambda i, o, b: "(not {0})" if i[0].kind == "b" else "(~{0})"),
        Props(involution=True))
 _ufunc("left_shift", T(lambda i, o, b: f"_lshift({{0}}, {{1}}, {_bits(o)})"))
-_ufunc("right_shift", T(lambda i, o, b: f"_rshift({{0}}, {{1}}, {_bits(o)})"))
-_ufunc("gcd", T("_gcd({0}, {1})"), Props(commutative=True, associative=True))
-_ufunc("lcm", T("_lcm({0}, {1})"), Props(commutative=True, associative=True))
+_ufunc("right_shift", T(lambda i, o, b: f"_{'u' if o.kind == 'u' else ''}rshift({{0}}, {{1}}, "
+                                      f"{_bits(o)})"))
+_WIDE = {"i": "_i64", "u": "_u64"}  # |int8 min| needs a wider type
+_ufunc("gcd", T(lambda i, o, b: f"_gcd({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
+       Props(commutative=True, associative=True))
+_ufunc("lcm", T(lambda i, o, b: f"_lcm({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
+       Props(commutative=True, associative=True))
 # No kernel yet (interpreter): nextafter, spacing, ldexp, frexp, modf, divmod.
 for _n in ("nextafter", "spacing", "ldexp"):
     _ufunc(_n, None)

@@ -14,11 +14,11 @@ def _h(name: str, src: str) -> None:
 
 _h("_maximum", """
 def _maximum(a, b):
-    return a if (a >= b or a != a) else b
+    return a if (a > b or a != a) else b
 """)
 _h("_minimum", """
 def _minimum(a, b):
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
 """)
 _h("_fmax", """
 def _fmax(a, b):
@@ -46,8 +46,10 @@ _h("_ifmod", """
 def _ifmod(a, b):
     if b == 0 or b == -1:
         return a - a
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
 """)
 _h("_fmod", """
 def _fmod(a, b):
@@ -57,14 +59,18 @@ def _fmod(a, b):
 """)
 _h("_ffloordiv", """
 def _ffloordiv(a, b):
-    if b == 0:
+    if b == 0 or a != a or b != b:
         return a / b
     mod = _fmod(a, b)
     div = (a - mod) / b
     if mod != 0:
         if (b < 0) != (mod < 0):
             div -= 1.0
+    if div != div:
+        return div
     if div != 0:
+        if abs(div) >= 4503599627370496.0 or math.isinf(div):
+            return div
         fl = math.floor(div) * 1.0
         if div - fl > 0.5:
             fl += 1.0
@@ -113,7 +119,7 @@ def _rint(a):
         return a
     r = math.floor(a) * 1.0
     d = a - r
-    if d > 0.5 or (d == 0.5 and math.fmod(r, 2.0) != 0.0):
+    if d > 0.5 or (d == 0.5 and r % 2.0 != 0.0):
         r += 1.0
     return math.copysign(r, a)
 """)
@@ -171,16 +177,20 @@ def _lshift(a, b, bits):
 _h("_rshift", """
 def _rshift(a, b, bits):
     if b < 0 or b >= bits:
-        return -1 if a < 0 else 0
+        return (a - a) - 1 if a < 0 else a - a
+    return a >> b
+""")
+_h("_urshift", """
+def _urshift(a, b, bits):
+    if b >= bits:
+        return a - a
     return a >> b
 """)
 _h("_gcd", """
 def _gcd(a, b):
-    a = abs(a)
-    b = abs(b)
     while b != 0:
         a, b = b, a % b
-    return a
+    return abs(a)
 """)
 _h("_lcm", """
 def _lcm(a, b):
