@@ -349,15 +349,16 @@ def _infer_shape(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     if neg:
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape array of size {size} into shape "
-                             f"{_shape_str(shape)}")
+                             f"{shape_str(shape)}")
         shape = tuple(size // known if s == -1 else s for s in shape)
     if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {_shape_str(shape)}")
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape_str(shape)}")
     return shape
 
 
-def _shape_str(shape) -> str:
-    return "(" + ", ".join("-1" if s == -1 else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+def shape_str(shape) -> str:
+    """A shape as NumPy writes it in messages: (3,4), (5,)."""
+    return "(" + ",".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def asarray_node(x: Any) -> Node:

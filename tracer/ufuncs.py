@@ -12,7 +12,7 @@ import numpy as np
 from ir import Node
 from ir.registry import OPS
 from . import graph as G
-from .array import ndarray, asarray_node, proxy, traced
+from .array import ndarray, asarray_node, proxy, shape_str, traced
 
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 
@@ -57,7 +57,7 @@ def broadcast_shapes(shapes) -> tuple[int, ...]:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise ValueError("operands could not be broadcast together with shapes "
-                         + " ".join(str(tuple(s)) for s in shapes) + " ") from None
+                         + " ".join(shape_str(s) for s in shapes) + " ") from None
 
 
 def _int_fits(v: int, dt: np.dtype) -> bool:
