@@ -8,7 +8,7 @@ from . import graph as G
 from . import reductions as R
 from .array import ndarray
 from .indexing import getitem, setitem
-from .ufuncs import apply_ufunc
+from .ufuncs import apply_ufunc, call_ufunc
 
 
 def _binary(uf, reflected=False):
@@ -88,28 +88,12 @@ def _flatten(self, order="C"):
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    from .runtime import fallback_call
     if method == "__call__":
-        out = kwargs.pop("out", None)
-        if isinstance(out, tuple) and len(out) == 1:
-            out = out[0]
-        where = kwargs.pop("where", True)
-        dtype = kwargs.pop("dtype", None)
-        casting = kwargs.pop("casting", "same_kind")
-        if not kwargs and (out is None or isinstance(out, ndarray)):
-            r = apply_ufunc(ufunc, inputs, out=out, where=where, dtype=dtype, casting=casting)
-            if r is not None:
-                return r
-            kwargs.update(where=where, casting=casting)
-            if dtype is not None:
-                kwargs["dtype"] = dtype
-        if out is not None:
-            kwargs["out"] = out
-    elif method == "reduce" and ufunc in R._REDUCE_OP:
+        return call_ufunc(ufunc, inputs, kwargs)
+    if method == "reduce" and ufunc in R._REDUCE_OP:
         return R.reduce(ufunc, *inputs, **kwargs)
-    return fallback_call(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__,
-                         getattr(ufunc, method) if method != "__call__" else ufunc,
-                         inputs, kwargs)
+    from .runtime import fallback_call
+    return fallback_call(f"{ufunc.__name__}.{method}", getattr(ufunc, method), inputs, kwargs)
 
 
 def _array_function(self, func, types, args, kwargs):

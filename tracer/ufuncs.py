@@ -140,3 +140,26 @@ def write_out(uf, node: Node, out, where, casting, in_keys):
     from .indexing import assign_full
     assign_full(out, value)
     return out
+
+
+def call_ufunc(uf: np.ufunc, args, kwargs: dict):
+    """A ufunc call as NumPy spells it (out=, where=, dtype=, casting=, ...): lazy when tracer
+    supports it, else NumPy on evaluated inputs (warned and counted)."""
+    kw = dict(kwargs)
+    out = kw.pop("out", None)
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    where = kw.pop("where", True)
+    dtype = kw.pop("dtype", None)
+    casting = kw.pop("casting", "same_kind")
+    if not kw and (out is None or isinstance(out, ndarray)):
+        r = apply_ufunc(uf, args, out=out, where=where, dtype=dtype, casting=casting)
+        if r is not None:
+            return r
+    kw.update(where=where, casting=casting)
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if out is not None:
+        kw["out"] = out
+    from .runtime import fallback_call
+    return fallback_call(uf.__name__, uf, args, kw)

@@ -11,7 +11,7 @@ from .. import functions as _F
 from .. import reductions as _R
 from .. import methods as _methods  # noqa: F401  (installs the operators)
 from ..array import ndarray
-from ..ufuncs import apply_ufunc as _apply_ufunc
+from ..ufuncs import call_ufunc as _call_ufunc
 from ..runtime import fallback_call as _fallback_call
 
 
@@ -23,19 +23,8 @@ class ufunc:
         self.__name__ = uf.__name__
         self.__doc__ = uf.__doc__
 
-    def __call__(self, *args, out=None, where=True, dtype=None, casting="same_kind", **kw):
-        if isinstance(out, tuple) and len(out) == 1:
-            out = out[0]
-        if not kw and (out is None or isinstance(out, ndarray)):
-            r = _apply_ufunc(self._uf, args, out=out, where=where, dtype=dtype, casting=casting)
-            if r is not None:
-                return r
-        kw.update(where=where, casting=casting)
-        if dtype is not None:
-            kw["dtype"] = dtype
-        if out is not None:
-            kw["out"] = out
-        return _fallback_call(self.__name__, self._uf, args, kw)
+    def __call__(self, *args, **kwargs):
+        return _call_ufunc(self._uf, args, kwargs)
 
     def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_np._NoValue,
                where=True):
