@@ -229,3 +229,19 @@ def test_long_loop_flushes_the_pending_graph():
             h = h * 0.999 + 0.001
         assert tracer.stats().evaluations > 0
         check(t, h, rtol=1e-9)
+
+
+def test_other_ndarray_methods_fall_back_and_in_place_ones_write_back():
+    h = numpy.array([3.0, 1.0, 2.0])
+    t = tnp.asarray(h)
+    v = t[::-1]
+    with pytest.warns(tracer.TracerFallbackWarning):
+        t.sort()
+    h.sort()
+    check(t, h)
+    check(v, h[::-1])  # views see the in-place sort
+    check(t.cumsum(), h.cumsum())
+    check(tnp.asarray(numpy.array([1 + 2j])).imag, numpy.array([2.0]))
+    check(t.imag, h.imag)
+    with pytest.raises(AttributeError):
+        t.not_a_method

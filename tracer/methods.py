@@ -124,3 +124,41 @@ ndarray.clip = lambda self, min=None, max=None, out=None, **kw: F.clip(self, min
 ndarray.dot = lambda self, b, out=None: F.dot(self, b, out)
 for _n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"):
     setattr(ndarray, _n, getattr(R, _n))
+
+
+def _fallback_method(self, name):
+    """Any other ndarray method runs NumPy on the evaluated array (warned and counted). An
+    in-place method (sort, partition, ...) writes its result back into this array."""
+    from .runtime import count_fallback, to_numpy, _to_host, _wrap
+    meth = getattr(np.ndarray, name)
+
+    def call(*args, **kwargs):
+        count_fallback(f"ndarray.{name}")
+        host = np.array(to_numpy(self), copy=True)
+        out = meth(host, *_to_host(args), **_to_host(kwargs))
+        if out is None:
+            setitem(self, Ellipsis, host)
+            return None
+        return _wrap(out)
+    return call
+
+
+def _getattr(self, name):
+    if name.startswith("__") or not hasattr(np.ndarray, name):
+        raise AttributeError(f"'tracer.ndarray' object has no attribute {name!r}")
+    attr = getattr(np.ndarray, name)
+    if not callable(attr):
+        from .runtime import count_fallback, to_numpy, _wrap
+        count_fallback(f"ndarray.{name}")
+        return _wrap(getattr(np.array(to_numpy(self)), name))
+    return _fallback_method(self, name)
+
+
+ndarray.__getattr__ = _getattr
+ndarray.real = property(lambda self: self if self.dtype.kind != "c" else _getattr(self, "real"))
+ndarray.imag = property(lambda self: F.zeros_like(self) if self.dtype.kind != "c"
+                        else _getattr(self, "imag"))
+ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
+ndarray.round = lambda self, decimals=0, out=None: _fallback_method(self, "round")(decimals)
+ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
+    else _fallback_method(self, "round")(ndigits or 0)
