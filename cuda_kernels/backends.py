@@ -39,6 +39,19 @@ def reduce_launch_sizes(body: Node) -> tuple[tuple[int, ...], int]:
     return m, max(1, cpu.FULL_CHUNK // max(inner, 1))
 
 
+def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
+                  recompile: bool = False) -> None:
+    """Count a launch; a launch that compiled (or loaded from disk) counts as compile time."""
+    STATS.kernels_compiled += compiled
+    STATS.cache_hits_disk += disk_hit
+    STATS.recompiles += recompile
+    if compiled or disk_hit:
+        STATS.compile_s += seconds
+    else:
+        STATS.run_s += seconds
+    STATS.kernels_launched += 1
+
+
 class CpuBackend:
     name = "cpu"
 
@@ -79,18 +92,9 @@ class CpuBackend:
         else:
             m, ch = reduce_launch_sizes(body)
             fn(out, *params, *consts, *m, ch)
-        dt = time.perf_counter() - t0
-        if len(fn.signatures) > before:
-            if sum(fn.stats.cache_hits.values()) > hits:
-                STATS.cache_hits_disk += 1
-            else:
-                STATS.kernels_compiled += 1
-                if before:
-                    STATS.recompiles += 1
-            STATS.compile_s += dt
-        else:
-            STATS.run_s += dt
-        STATS.kernels_launched += 1
+        new = len(fn.signatures) > before
+        disk = new and sum(fn.stats.cache_hits.values()) > hits
+        record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
 
     def run_node(self, n: Node, args: list):
         """Views, library ops (matmul, concatenate, setslice) and interpreter fallbacks."""

@@ -7,6 +7,8 @@ results are combined in order, so results do not depend on the thread count.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ir import Node, toposort
@@ -80,15 +82,31 @@ def _better(red: Node, v: str, best: str) -> str:
     return f"{v} {cmp} {best}"
 
 
-def gen_reduce(em: Emitter, body: Node, name: str) -> str:
+class ReduceLayout(NamedTuple):
+    """A body's reduction: the node, its input, axes, loop variables per input axis, which
+    axes are kept and which reduced, and whether it is an arg-reduction."""
+    red: Node
+    src: Node
+    axes: tuple
+    j: list
+    kept: list
+    redax: list
+    is_arg: bool
+
+
+def reduce_layout(body: Node) -> ReduceLayout:
     red = find_reduce(body)
     src = red.inputs[0]
     axes = red.attr("axes")
+    return ReduceLayout(red, src, axes, [f"j{k}" for k in range(src.ndim)],
+                        [k for k in range(src.ndim) if k not in axes],
+                        [k for k in range(src.ndim) if k in axes],
+                        red.op in ("argmax", "argmin"))
+
+
+def gen_reduce(em: Emitter, body: Node, name: str) -> str:
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
-    j = [f"j{k}" for k in range(p)]
-    kept = [k for k in range(p) if k not in axes]
-    redax = [k for k in range(p) if k in axes]
-    is_arg = red.op in ("argmax", "argmin")
     acc_t = tname(acc_dtype(red))
     combine = OPS[red.op].combine
     if combine:

@@ -22,9 +22,8 @@ from ir import Buffer, Node
 from ir.config import CONFIG
 from ir.interp import eval_node
 from ir.registry import OPS, reduce_identity
-from ir.stats import STATS
-from .backends import Gen, reduce_launch_sizes
-from .cpu import acc_dtype, find_reduce
+from .backends import Gen, record_launch, reduce_launch_sizes
+from .cpu import acc_dtype, find_reduce, reduce_layout
 from .emit import Emitter, tname
 
 HEADER = """import math
@@ -102,14 +101,8 @@ def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
 
 
 def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
-    red = find_reduce(body)
-    src = red.inputs[0]
-    axes = red.attr("axes")
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
-    j = [f"j{k}" for k in range(p)]
-    kept = [k for k in range(p) if k not in axes]
-    redax = [k for k in range(p) if k in axes]
-    is_arg = red.op in ("argmax", "argmin")
     acc_t = tname(src.dtype) if is_arg else tname(acc_dtype(red))
     sh_t = NB_TYPES[src.dtype.name if is_arg else acc_dtype(red).name]
     combine = OPS[red.op].combine
@@ -289,14 +282,8 @@ class CudaBackend:
                 fin[self._grid(nout), tpb](target, *params, *consts, pv, pi, *m, G)
         if not CONFIG.cuda_sim:
             self._cuda.synchronize()
-        dt = time.perf_counter() - t0
-        after = len(getattr(fn, "overloads", {}) or {})
-        if after > before:
-            STATS.kernels_compiled += 1
-            STATS.compile_s += dt
-        else:
-            STATS.run_s += dt
-        STATS.kernels_launched += 1
+        compiled = len(getattr(fn, "overloads", {}) or {}) > before
+        record_launch(time.perf_counter() - t0, compiled, recompile=compiled and before > 0)
 
     def run_node(self, n: Node, args: list):
         host = [self.to_host(a) if not isinstance(a, (np.generic, int, float, bool, complex))

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Buffer, Node, toposort
-from ir.registry import OPS
 from ir.stats import STATS
 from . import backends
 from .backends import const_value

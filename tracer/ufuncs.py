@@ -12,7 +12,7 @@ import numpy as np
 from ir import Node
 from ir.registry import OPS
 from . import graph as G
-from .array import ndarray, asarray_node, proxy, shape_str, traced
+from .array import ndarray, asarray_node, shape_str, traced
 
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 

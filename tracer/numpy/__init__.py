@@ -10,7 +10,7 @@ import numpy as _np
 from .. import functions as _F
 from .. import reductions as _R
 from .. import methods as _methods  # noqa: F401  (installs the operators)
-from ..array import ndarray
+from ..array import ndarray  # noqa: F401  (tracer.numpy.ndarray is the lazy array type)
 from ..ufuncs import call_ufunc as _call_ufunc
 from ..runtime import fallback_call as _fallback_call
 
