@@ -1,19 +1,44 @@
 """CUDA codegen and launch (numba.cuda). The same fusion bodies as the CPU backend.
 
-- Loop kernels: a grid-stride loop over the flat output index; the multi-index comes from divmod
-  by sizes passed as arguments.
+Kernels
+- Loop kernels: a grid-stride loop over the flat output index; a rank>1 non-flat kernel gets its
+  multi-index from divmod by the output sizes, which are kernel arguments (never constants).
 - Reductions: two launches. The first gives every output `G` blocks; each thread strides over the
-  flattened reduced index, then the block combines its threads in a shared-memory tree and writes
-  one partial. The second combines the `G` partials of each output in the same fixed tree order
-  and applies the epilogue. No atomics, so results are the same from run to run. Float sums
-  accumulate in float64.
-- Under `CONFIG.cuda_sim` the same source runs on Numba's simulator, with tiny grids.
-- Ops that are not fusion kernels (views, matmul, concatenate, slice writes, interpreter ops)
-  round-trip through the host: correct, but a copy each way. Device versions are later work.
+  flattened reduced index (multi-index by divmod), then the block combines its threads in a
+  shared-memory tree (`cuda.syncthreads()` between levels) and writes one partial. The second
+  combines the `G` partials of each output in the same fixed tree order and applies the epilogue.
+  A full reduction (no kept axes) always uses several blocks (G >= 2). No atomics: results are
+  the same from run to run. Accumulator dtypes come from cpu.acc_dtype (float sums in
+  float64); argmax/argmin keep NumPy's first-occurrence and first-NaN rules.
+- Helpers from ir/scalar_lib.py are `cuda.jit(device=True, inline="always")` (the only kind
+  compile_ptx accepts without a GPU, NUMBA_NOTES.md section 3).
+- Under `CONFIG.cuda_sim` the same generated source runs on Numba's simulator: the module is
+  imported with `_jit`/`_devjit` bound to `simulator.jit`, and `cuda` bound to the real
+  `numba.cuda` module, which `simulator.jit` swaps for its fake module while a kernel runs (binding
+  `cuda` to `numba.cuda.simulator` itself would not work: that module has no `grid`, `threadIdx`,
+  ...). Grids are tiny under the simulator (1-2 blocks of 32 threads). Simulated kernels see
+  a `math` whose domain errors and overflows give NaN/inf as on the device (`_SimMath`).
+
+What runs where (`run_node`)
+- On the device, no host copy:
+  * reshape of a contiguous array: a device view (no copy);
+  * slice, transpose, broadcast_to: one strided-copy kernel into a new contiguous array;
+  * concatenate: one strided copy per input into its part of the output;
+  * setslice (a write through a view): a copy of the base, then a strided copy of the value into
+    the slice;
+  * matmul for bool/int/uint/float32/float64 results: a tiled shared-memory kernel (16x16 tiles,
+    batch dims on grid z; batch broadcasting other than "all" or "none" first materializes the
+    broadcast operand with a strided copy). Floats accumulate in float64, integers in 64 bits.
+- Round trip through the host (copy args to host, `ir.interp.eval_node`, copy the result back):
+  every other op (the interpreter fallbacks: ops without kernel templates, complex and float16
+  dtypes), and the view/library ops above when a dtype has no device kernel (complex, float16,
+  ...). `contiguous()` of a non-contiguous device array also round-trips (values made here are
+  always contiguous, so the executor does not hit it).
 """
 from __future__ import annotations
 
 import math as _math
+import sys
 import time
 
 import numpy as np
@@ -24,7 +49,7 @@ from ir.interp import eval_node
 from ir.registry import OPS, reduce_identity
 from .backends import Gen, record_launch, reduce_launch_sizes
 from .cpu import acc_dtype, find_reduce, reduce_layout
-from .emit import Emitter, tname
+from .emit import Emitter, tname, type_aliases
 
 HEADER = """import math
 import numba
@@ -35,6 +60,9 @@ NB_TYPES = {"bool": "numba.boolean", "int8": "numba.int8", "int16": "numba.int16
             "int32": "numba.int32", "int64": "numba.int64", "uint8": "numba.uint8",
             "uint16": "numba.uint16", "uint32": "numba.uint32", "uint64": "numba.uint64",
             "float32": "numba.float32", "float64": "numba.float64"}
+
+TILE = 16           # matmul tile edge
+SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
 
 
 def _tpb() -> int:
@@ -65,6 +93,8 @@ def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[s
 def _fix_0d(src: str) -> str:
     return src.replace("[()]", "[0]")  # 0-d arrays are launched as 1-element arrays
 
+
+# ---------------------------------------------------------------------------- fusion kernels
 
 def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
     rank = 1 if flat else body.ndim
@@ -158,7 +188,8 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
         L.append("        shv[tid] = acc")
         L += tree("        ")
         L += ["        if tid == 0:", "            pv[o, g] = shv[0]"]
-    L.append("        cuda.syncthreads()")
+    # No barrier before the next output: after the tree's last barrier only thread 0 reads
+    # shv[0] (and shi[0]), and the next output's first writes are to each thread's own slot.
 
     # pass 2: combine the G partials of each output, then the epilogue
     F = ["", "", "@_jit", f"def {name}_fin({', '.join(base + ['pv', 'pi'] + sizes + ['G'])}):"]
@@ -185,10 +216,132 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
     F += ["        if tid == 0:", f"            r = {rv}"]
     F += ["            " + s for s in estmts]
     target = ", ".join(j[k] for k in kept) or "0"
-    F += [f"            out[{target}] = {res}", "        cuda.syncthreads()"]
+    F.append(f"            out[{target}] = {res}")
     return _fix_0d("\n".join(L + F))
 
 
+# ---------------------------------------------------------------------------- library kernels
+
+def gen_strided_copy(rank: int, name: str) -> str:
+    """out[oo + sum(i_k * os_k)] = x[xo + sum(i_k * xs_k)] over the index space n (flat 1-D
+    `out` and `x`; strides in elements, 0 for a broadcast axis). One kernel serves slice,
+    transpose, broadcast_to, concatenate and setslice."""
+    r = max(rank, 1)
+    n = [f"n{k}" for k in range(r)]
+    os_ = [f"os{k}" for k in range(r)]
+    xs = [f"xs{k}" for k in range(r)]
+    i = [f"i{k}" for k in range(r)]
+    L = ["@_jit", f"def {name}(out, x, oo, xo, {', '.join(n + os_ + xs)}):",
+         f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):"]
+    L += _unflatten("flat", i, n, "        ")
+    oidx = " + ".join(f"{a} * {b}" for a, b in zip(i, os_))
+    xidx = " + ".join(f"{a} * {b}" for a, b in zip(i, xs))
+    L.append(f"        out[oo + {oidx}] = x[xo + {xidx}]")
+    return "\n".join(L)
+
+
+def gen_matmul(dtype: np.dtype, name: str) -> str:
+    """Tiled shared-memory matmul: out[z] = a[z * sa] @ b[z * sb] on 3-D (batch, rows, cols)
+    arrays; TILE x TILE threads per block, output tiles on grid x, batch on grid z (both
+    grid-strided). Operands are cast to the result dtype (NumPy's loop), then accumulated in
+    float64 (floats), int64/uint64 (integers, same wrap-around) or int64 (bool: any(a and b))."""
+    dtype = np.dtype(dtype)
+    acc = {"f": "float64", "i": "int64", "u": "uint64", "b": "int64"}[dtype.kind]
+    acc_t, out_t = tname(np.dtype(acc)), tname(dtype)
+    store = "acc != 0" if dtype.kind == "b" else f"{out_t}(acc)"
+    T = TILE
+    return f"""@_jit
+def {name}(out, a, b, sa, sb, M, N, K):
+    ta = cuda.shared.array(({T}, {T}), {NB_TYPES[acc]})
+    tb = cuda.shared.array(({T}, {T}), {NB_TYPES[acc]})
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    nbn = (N + {T - 1}) // {T}
+    ntiles = ((M + {T - 1}) // {T}) * nbn
+    for z in range(cuda.blockIdx.z, out.shape[0], cuda.gridDim.z):
+        for t in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+            row = (t // nbn) * {T} + ty
+            col = (t % nbn) * {T} + tx
+            acc = {acc_t}(0)
+            for k0 in range(0, K, {T}):
+                if row < M and k0 + tx < K:
+                    ta[ty, tx] = {acc_t}({out_t}(a[z * sa, row, k0 + tx]))
+                else:
+                    ta[ty, tx] = {acc_t}(0)
+                if col < N and k0 + ty < K:
+                    tb[ty, tx] = {acc_t}({out_t}(b[z * sb, k0 + ty, col]))
+                else:
+                    tb[ty, tx] = {acc_t}(0)
+                cuda.syncthreads()
+                for kk in range({T}):
+                    acc = {acc_t}(acc + ta[ty, kk] * tb[kk, tx])
+                cuda.syncthreads()
+            if row < M and col < N:
+                out[z, row, col] = {store}"""
+
+
+def _cstrides(shape) -> list[int]:
+    st = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        st[k] = st[k + 1] * max(shape[k + 1], 1)
+    return st
+
+
+def _on_device_dtype(*dts) -> bool:
+    return all(np.dtype(d).name in NB_TYPES for d in dts)
+
+
+def _is_device(x) -> bool:
+    return hasattr(x, "copy_to_host")
+
+
+# ---------------------------------------------------------------------------- simulator math
+
+_NP_MATH = {"sqrt": np.sqrt, "log": np.log, "log2": np.log2, "log10": np.log10,
+            "log1p": np.log1p, "exp": np.exp, "expm1": np.expm1, "pow": np.power,
+            "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+            "sinh": np.sinh, "cosh": np.cosh, "acosh": np.arccosh, "atanh": np.arctanh,
+            "hypot": np.hypot, "fmod": np.fmod}
+
+
+def _ieee(f, uf):
+    def g(*args):
+        try:
+            return f(*args)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            with np.errstate(all="ignore"):
+                return uf(*(np.float64(a) for a in args))
+    return g
+
+
+class _SimMath:
+    """`math` for kernels run by the simulator. Python's math raises on a domain error or an
+    overflow (sqrt(-1), log(0), exp(1000)) where the device returns NaN or +-inf; those cases
+    fall back to NumPy's ufunc, which gives the IEEE result. `trunc` also takes NumPy float32
+    scalars (which have no __trunc__). Other calls are Python's."""
+
+    def __init__(self):
+        import math
+        self.__dict__.update({k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
+        self.__dict__.update({k: _ieee(getattr(math, k), uf) for k, uf in _NP_MATH.items()})
+        self.trunc = lambda a: math.trunc(float(a) if isinstance(a, np.floating) else a)
+
+
+_SIM_MATH = None
+
+
+def _sim_math(*kernels) -> None:
+    """Give simulated kernels (and the device helpers in their module) the IEEE `math`."""
+    global _SIM_MATH
+    if _SIM_MATH is None:
+        _SIM_MATH = _SimMath()
+    for k in kernels:
+        g = getattr(getattr(k, "fn", None), "__globals__", None)
+        if g is not None and g.get("math") is not _SIM_MATH:
+            g["math"] = _SIM_MATH
+
+
+# ---------------------------------------------------------------------------- the backend
 
 class CudaBackend:
     name = "cuda"
@@ -198,10 +351,16 @@ class CudaBackend:
         from numba.cuda import simulator
         self._cuda = cuda
         self._sim = simulator
+        self._lib: dict[str, object] = {}
+        self._seen: set = set()  # simulator launches already counted as compiles
+        self._sms = 0
 
     # ---- codegen and loading
+    def _mode(self) -> str:
+        return "sim" if CONFIG.cuda_sim else "dev"
+
     def variant(self) -> str:
-        return f"|cuda-{'sim' if CONFIG.cuda_sim else 'dev'}-{_tpb()}"
+        return f"|cuda-{self._mode()}-{_tpb()}"
 
     def module_globals(self) -> dict:
         if CONFIG.cuda_sim:
@@ -214,9 +373,26 @@ class CudaBackend:
         em = Emitter(body, "cuda")
         if kind == "reduce":
             src = gen_reduce(em, body, name, _tpb())
+            meta = {"fin": name + "_fin"}
         else:
             src = gen_loop(em, body, name, flat)
-        return Gen(HEADER, em.helper_source("@_devjit"), src, em.consts)
+            meta = {}
+        return Gen(HEADER, em.helper_source("@_devjit"), src, em.consts, meta)
+
+    def library_kernel(self, kind: str, arg) -> object:
+        """A library kernel (strided copy of a rank, or matmul of a result dtype) for the
+        current mode, generated once into the kernel cache's folder and imported like a fusion
+        kernel, so the simulator and PTX tests see the same source."""
+        name = f"lib_{kind}_{arg}_{self._mode()}"
+        fn = self._lib.get(name)
+        if fn is None:
+            from .compiler import import_module, write_module
+            src = gen_strided_copy(arg, name) if kind == "copy" else gen_matmul(np.dtype(arg), name)
+            source = "\n".join(["# generated by tracer: do not edit", HEADER, type_aliases(), "",
+                                src, ""])
+            mod = import_module(name, write_module(name, source), self.module_globals())
+            fn = self._lib[name] = getattr(mod, name)
+        return fn
 
     # ---- memory
     def _api(self):
@@ -226,12 +402,16 @@ class CudaBackend:
         return self._api().device_array(shape, dtype)
 
     def from_host(self, a: np.ndarray):
-        return self._api().to_device(np.ascontiguousarray(a))
+        a = np.asarray(a)  # (np.ascontiguousarray would turn a 0-d array into shape (1,))
+        return self._api().to_device(a if a.flags.c_contiguous else a.copy(order="C"))
 
     def from_buffer(self, buf: Buffer):
-        if isinstance(buf.value, np.ndarray):
-            buf.host = buf.value
-            buf.value = self.from_host(buf.value)
+        """The device value of a leaf: a host array is copied once; the device copy replaces
+        buf.value and the host array stays in buf.host."""
+        if isinstance(buf.value, (np.ndarray, np.generic)):
+            host = np.asarray(buf.value)
+            buf.value = self.from_host(host)
+            buf.host = host
         return buf.value
 
     def to_host(self, x) -> np.ndarray:
@@ -239,83 +419,234 @@ class CudaBackend:
             return np.asarray(x)
         return x.copy_to_host()
 
+    def _dev(self, x):
+        return x if _is_device(x) else self.from_host(np.asarray(x))
+
     def is_contiguous(self, x) -> bool:
+        if isinstance(x, np.ndarray):
+            return x.flags.c_contiguous
         return x.is_c_contiguous()
 
     def contiguous(self, x):
-        return self.from_host(self.to_host(x))
+        if _is_device(x) and x.is_c_contiguous():
+            return x
+        return self.from_host(self.to_host(x))  # not produced by this backend: host round trip
 
     def flatten(self, x):
         return x.reshape(x.size)
 
     # ---- launch
-    def _grid(self, work: int) -> int:
+    def _blocks(self, work: int, per_block: int) -> int:
+        """Blocks for `work` items handled `per_block` at a time in grid-stride loops."""
+        want = max(1, -(-work // per_block))
         if CONFIG.cuda_sim:
-            return 1 if work <= 64 else 2
-        return max(1, min(-(-work // _tpb()), 4096))
+            return min(want, SIM_MAX_BLOCKS)
+        if not self._sms:
+            try:
+                self._sms = int(self._cuda.get_current_device().MULTIPROCESSOR_COUNT)
+            except Exception:  # noqa: BLE001 - no attribute on an odd driver: a safe guess
+                self._sms = 80
+        return min(want, self._sms * 32)
+
+    def reduce_split(self, nout: int, nred: int) -> int:
+        """G, the blocks per output of a reduction. Full reductions always get several blocks
+        (two under the simulator); otherwise enough blocks to fill the device, each with at
+        least 8 elements per thread."""
+        if nout == 1:
+            if CONFIG.cuda_sim:
+                return 2
+            return max(2, min(nred // (_tpb() * 8), 1024))
+        if CONFIG.cuda_sim:
+            return 1
+        want = -(-self._blocks(1 << 40, 1) // nout)  # blocks per output to fill the device
+        return max(1, min(want, nred // (_tpb() * 8), 256))
+
+    def _compiled(self, fns, key) -> tuple[int, callable]:
+        """(signatures before, check) to tell whether a launch compiled."""
+        if CONFIG.cuda_sim:  # simulator kernels keep no overloads: count first launches
+            first = key not in self._seen
+            before = sum(1 for k in self._seen if k[0] == key[0])
+            self._seen.add(key)
+            return before, lambda: first
+        before = sum(len(getattr(f, "overloads", {}) or {}) for f in fns)
+        return before, lambda: sum(len(getattr(f, "overloads", {}) or {}) for f in fns) > before
 
     def launch(self, kernel, body: Node, out, params: list, consts: list) -> None:
         params = [p.reshape(1) if p.ndim == 0 else p for p in params]
         target = out.reshape(1) if out.ndim == 0 else out
         fn = kernel.fn
+        fin = None if kernel.kind == "loop" else _fin_of(kernel)
+        sig = (kernel.name, target.dtype.str, target.ndim) + \
+            tuple((p.dtype.str, p.ndim) for p in params)
+        before, compiled = self._compiled([f for f in (fn, fin) if f is not None], sig)
+        if CONFIG.cuda_sim:
+            _sim_math(fn, fin)
         t0 = time.perf_counter()
-        before = len(getattr(fn, "overloads", {}) or {})
         tpb = _tpb()
         if kernel.kind == "loop":
             sizes = (1,) if out.ndim == 0 or kernel.flat else tuple(out.shape)
-            total = int(np.prod(sizes))
+            total = _math.prod(sizes)
             if total:
-                fn[self._grid(total), tpb](target, *params, *consts, *sizes)
+                fn[self._blocks(total, tpb), tpb](target, *params, *consts, *sizes)
         else:
             m, _ = reduce_launch_sizes(body)
             red = find_reduce(body)
             axes = red.attr("axes")
-            nout = int(np.prod([d for k, d in enumerate(m) if k not in axes]))
-            nred = int(np.prod([d for k, d in enumerate(m) if k in axes]))
+            nout = _math.prod(d for k, d in enumerate(m) if k not in axes)
+            nred = _math.prod(d for k, d in enumerate(m) if k in axes)
             if nout:
-                G = 1 if (CONFIG.cuda_sim or nout > 64) else max(1, min(nred // (tpb * 8), 256))
-                pv = self.empty((nout, G), red.inputs[0].dtype if red.op in ("argmax", "argmin")
-                                else acc_dtype(red))
-                pi = self.empty((nout, G) if red.op in ("argmax", "argmin") else (1, 1), np.int64)
-                fn[self._grid(nout * G), tpb](target, *params, *consts, pv, pi, *m, G)
-                fin = getattr(kernel, "fin", None) or _fin_of(kernel)
-                fin[self._grid(nout), tpb](target, *params, *consts, pv, pi, *m, G)
+                G = self.reduce_split(nout, nred)
+                is_arg = red.op in ("argmax", "argmin")
+                pv = self.empty((nout, G), red.inputs[0].dtype if is_arg else acc_dtype(red))
+                pi = self.empty((nout, G) if is_arg else (1, 1), np.int64)
+                fn[self._blocks(nout * G, 1), tpb](target, *params, *consts, pv, pi, *m, G)
+                fin[self._blocks(nout, 1), tpb](target, *params, *consts, pv, pi, *m, G)
         if not CONFIG.cuda_sim:
             self._cuda.synchronize()
-        compiled = len(getattr(fn, "overloads", {}) or {}) > before
-        record_launch(time.perf_counter() - t0, compiled, recompile=compiled and before > 0)
+        new = compiled()
+        record_launch(time.perf_counter() - t0, new, recompile=new and before > 0)
 
+    # ---- non-fusion nodes
     def run_node(self, n: Node, args: list):
-        host = [self.to_host(a) if not isinstance(a, (np.generic, int, float, bool, complex))
-                else a for a in args]
-        out = eval_node(n, host)
-        return self.from_host(np.ascontiguousarray(out))
+        """Views and library ops on the device when their dtypes have kernels; everything else
+        (interpreter ops) round-trips through the host. See the module docstring."""
+        out = None
+        if n.op in ("reshape", "slice", "transpose", "broadcast_to", "concatenate", "setslice",
+                    "matmul") and _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
+            out = getattr(self, "_" + n.op)(n, [self._dev(a) for a in args])
+        if out is None:
+            host = [self.to_host(a) if _is_device(a) else a for a in args]
+            out = self.from_host(eval_node(n, host))
+        if not CONFIG.cuda_sim:
+            self._cuda.synchronize()
+        return out
+
+    def _copy(self, out, x, oo: int, xo: int, shape, ostr, xstr) -> None:
+        """out.flat[oo + i.ostr] = x.flat[xo + i.xstr] for every index i of `shape`."""
+        shape = tuple(shape)
+        work = _math.prod(shape)
+        if work == 0:
+            return
+        if not shape:
+            shape, ostr, xstr = (1,), (0,), (0,)
+        fn = self.library_kernel("copy", len(shape))
+        fn[self._blocks(work, _tpb()), _tpb()](self.flatten(out), self.flatten(x), oo, xo,
+                                               *shape, *ostr, *xstr)
+
+    def _view_copy(self, shape, dtype, x, xo: int, xstr) -> object:
+        out = self.empty(shape, dtype)
+        self._copy(out, x, 0, xo, shape, _cstrides(shape), xstr)
+        return out
+
+    def _reshape(self, n: Node, args):
+        x = args[0]
+        return x.reshape(n.shape) if x.is_c_contiguous() else None
+
+    def _slice(self, n: Node, args):
+        x = self.contiguous(args[0])
+        xs = _cstrides(x.shape)
+        sl = n.attr("slices")
+        return self._view_copy(n.shape, n.dtype, x, sum(s[0] * st for s, st in zip(sl, xs)),
+                               [s[2] * st for s, st in zip(sl, xs)])
+
+    def _transpose(self, n: Node, args):
+        x = self.contiguous(args[0])
+        xs = _cstrides(x.shape)
+        return self._view_copy(n.shape, n.dtype, x, 0, [xs[p] for p in n.attr("perm")])
+
+    def _broadcast_to(self, n: Node, args):
+        return self._broadcast(self.contiguous(args[0]), tuple(n.shape))
+
+    def _broadcast(self, x, shape: tuple):
+        xshape = tuple(x.shape)
+        xs = _cstrides(xshape)
+        lead = len(shape) - x.ndim
+        st = [0] * lead + [0 if xshape[k] == 1 and shape[lead + k] != 1 else xs[k]
+                           for k in range(x.ndim)]
+        return self._view_copy(shape, x.dtype, x, 0, st)
+
+    def _concatenate(self, n: Node, args):
+        out = self.empty(n.shape, n.dtype)
+        ax = n.attr("axis")
+        os_ = _cstrides(n.shape)
+        off = 0
+        for x in args:
+            x = self.contiguous(x)
+            self._copy(out, x, off * os_[ax], 0, x.shape, os_, _cstrides(x.shape))
+            off += x.shape[ax]
+        return out
+
+    def _setslice(self, n: Node, args):
+        base, value = (self.contiguous(a) for a in args)
+        out = self.empty(n.shape, n.dtype)
+        self._copy(out, base, 0, 0, (n.size,), (1,), (1,))
+        os_ = _cstrides(n.shape)
+        sl = n.attr("slices")
+        self._copy(out, value, sum(s[0] * st for s, st in zip(sl, os_)), 0, value.shape,
+                   [s[2] * st for s, st in zip(sl, os_)], _cstrides(value.shape))
+        return out
+
+    def _operand3(self, x, batch: tuple, nbatch: int):
+        """x (..., r, c) as a 3-D (batches, r, c) array and its batch step (0: shared)."""
+        shape = tuple(x.shape)  # the simulator's shape objects take no negative index
+        xb = shape[:-2]
+        if _math.prod(xb) == 1:
+            return x.reshape((1,) + shape[-2:]), 0
+        if (1,) * (len(batch) - len(xb)) + xb != batch:  # partial broadcast: materialize it
+            x = self._broadcast(x, batch + shape[-2:])
+        return x.reshape((nbatch,) + shape[-2:]), 1
+
+    def _matmul(self, n: Node, args):
+        a, b = (self.contiguous(x) for x in args)
+        M, K, N = n.inputs[0].shape[-2], n.inputs[0].shape[-1], n.inputs[1].shape[-1]
+        batch = tuple(n.shape[:-2])
+        B = _math.prod(batch)
+        out = self.empty(n.shape, n.dtype)
+        if out.size == 0:
+            return out
+        a3, sa = self._operand3(a, batch, B)
+        b3, sb = self._operand3(b, batch, B)
+        fn = self.library_kernel("matmul", n.dtype.name)
+        tiles = -(-M // TILE) * -(-N // TILE)
+        if CONFIG.cuda_sim:
+            grid = (1, 1, 1)
+        else:
+            gz = min(B, 65535)
+            grid = (max(1, min(tiles, self._blocks(1 << 40, 1) // gz)), 1, gz)
+        fn[grid, (TILE, TILE)](out.reshape((B, M, N)), a3, b3, sa, sb, M, N, K)
+        return out
 
 
 def _fin_of(kernel):
-    import sys
+    """The second-pass kernel of a reduction, from the same generated module."""
     mod = sys.modules[f"tracer_gen.{kernel.name}"]
-    kernel.fin = getattr(mod, kernel.name + "_fin")
-    return kernel.fin
+    return getattr(mod, (kernel.meta or {}).get("fin", kernel.name + "_fin"))
 
 
-def _nb_array(dtype: np.dtype, ndim: int):
+# ---------------------------------------------------------------------------- PTX without a GPU
+
+def nb_array(dtype, ndim: int):
+    """The numba type of a C-contiguous array (what this backend always launches with)."""
     import numba
-    return numba.from_dtype(np.dtype(dtype))[(slice(None),) * (ndim - 1) + (slice(None, None, 1),)] \
-        if ndim else numba.from_dtype(np.dtype(dtype))[::1]
+    t = numba.from_dtype(np.dtype(dtype))
+    return t[(slice(None),) * (max(ndim, 1) - 1) + (slice(None, None, 1),)]
+
+
+def _py_func(f):
+    return getattr(f, "py_func", None) or f.fn  # a cuda.jit dispatcher, or a simulator kernel
 
 
 def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
-    """PTX for a fusion node's CUDA kernel(s), compiled without a GPU (needs NVRTC)."""
-    import sys
+    """PTX for a fusion node's CUDA kernel(s), compiled without a GPU (needs NVRTC): the kernel
+    must have been generated with `cuda_sim=False`."""
     import numba
     from numba import cuda
     mod = sys.modules[f"tracer_gen.{kernel.name}"]
     body = fusion.attr("body")
     em = Emitter(body, "cuda")
     rank = 1 if kernel.flat else fusion.ndim
-    sig = [_nb_array(fusion.dtype, max(rank, 1))]
-    sig += [_nb_array(p.dtype, max(1 if kernel.flat else p.ndim, 1)) for p in em.params]
+    sig = [nb_array(fusion.dtype, rank)]
+    sig += [nb_array(p.dtype, 1 if kernel.flat else p.ndim) for p in em.params]
     sig += [numba.from_dtype(c.dtype) for c in em.consts]
     names = [kernel.name]
     if kernel.kind == "loop":
@@ -323,7 +654,25 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     else:
         red = find_reduce(body)
         pv_t = red.inputs[0].dtype if red.op in ("argmax", "argmin") else acc_dtype(red)
-        sig += [_nb_array(pv_t, 2), _nb_array(np.int64, 2)]
+        sig += [nb_array(pv_t, 2), nb_array(np.int64, 2)]
         sig += [numba.int64] * (red.inputs[0].ndim + 1)
         names.append(kernel.name + "_fin")
-    return {n: cuda.compile_ptx(getattr(mod, n).py_func, tuple(sig), cc=cc)[0] for n in names}
+    return {n: cuda.compile_ptx(_py_func(getattr(mod, n)), tuple(sig), cc=cc)[0] for n in names}
+
+
+def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9, 0)) -> str:
+    """PTX of a library kernel: kind "copy" (arg = rank; dtypes = out, x) or "matmul" (arg =
+    result dtype; dtypes = out, a, b)."""
+    import numba
+    from numba import cuda
+    from ir.config import context
+    from . import backends
+    with context(cuda_sim=False):
+        fn = backends.get("cuda").library_kernel(kind, arg)
+    if kind == "copy":
+        r = max(arg, 1)
+        sig = (nb_array(dtypes[0], 1), nb_array(dtypes[1], 1)) + (numba.int64,) * (2 + 3 * r)
+    else:
+        sig = tuple(nb_array(d, 3) for d in dtypes[:3]) + (numba.int64,) * 5
+    return cuda.compile_ptx(_py_func(fn), sig, cc=cc)[0]
+
