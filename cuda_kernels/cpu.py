@@ -39,8 +39,11 @@ def is_flat(body: Node) -> bool:
 
 
 def acc_dtype(red: Node) -> np.dtype:
+    """Float sums accumulate in float64 (NumPy sums pairwise in the dtype: both are accurate, and
+    neither order is NumPy's exactly). Products multiply in the dtype, in order, as NumPy does,
+    so they round and overflow where NumPy's do."""
     dt = red.dtype
-    if red.op in ("reduce_sum", "reduce_prod") and dt.kind == "f":
+    if red.op == "reduce_sum" and dt.kind == "f":
         return np.dtype(np.float64)
     return dt
 
@@ -162,6 +165,8 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
         rv = "bi" if is_arg else f"{tname(red.dtype)}(acc)"
         return [f"{ind}r = {rv}"] + [ind + s for s in stmts] + [f"{ind}out[{target}] = {res}"]
 
+    if kept and kept[-1] == p - 1 and not is_arg:
+        return "\n".join(L + _columns(em, body, red, src, j, kept, redax, acc_t, combine, blocked))
     if kept:
         ind = "    "
         for n_, k in enumerate(kept):
@@ -199,6 +204,58 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
         L.append(f"        acc = {acc_t}({_combine(combine, 'part[c]')})")
     L += epilogue("    ", "()")
     return "\n".join(L)
+
+
+def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_t, combine,
+             blocked) -> list[str]:
+    """The innermost axis is kept: run it innermost, accumulating a chunk of columns at once,
+    so rows are read contiguously (a column sum otherwise strides through memory). Chunks of
+    the last axis run in parallel; float sums add blocks of BLOCK rows before the total."""
+    last = kept[-1]
+    jl = j[last]
+    stmts: list[str] = []
+    v = em.emit(src, tuple(j), stmts, {})
+    ident = _ident_literal(red)
+    L = [f"    nb = (m{last} + {BLOCK} - 1) // {BLOCK}", "    for b in prange(nb):",
+         f"        lo = b * {BLOCK}", f"        hi = min(lo + {BLOCK}, m{last})",
+         f"        acc = np.empty({BLOCK}, {acc_t})"]
+    if blocked:
+        L.append(f"        blk = np.empty({BLOCK}, {acc_t})")
+    ind = "        "
+    for k in kept[:-1]:
+        L.append(f"{ind}for {j[k]} in range(m{k}):")
+        ind += "    "
+    L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    acc[{jl} - lo] = {acc_t}({ident})"]
+    body_ind = ind
+    first = redax[0]
+    if blocked:
+        L.append(f"{ind}for {j[first]}b in range(0, m{first}, {BLOCK}):")
+        L += [f"{ind}    for {jl} in range(lo, hi):", f"{ind}        blk[{jl} - lo] = 0.0"]
+        L.append(f"{ind}    for {j[first]} in range({j[first]}b, min({j[first]}b + {BLOCK}, "
+                 f"m{first})):")
+        body_ind = ind + "        "
+    else:
+        L.append(f"{ind}for {j[first]} in range(m{first}):")
+        body_ind = ind + "    "
+    for k in redax[1:]:
+        L.append(f"{body_ind}for {j[k]} in range(m{k}):")
+        body_ind += "    "
+    L.append(f"{body_ind}for {jl} in range(lo, hi):")
+    L += [body_ind + "    " + st for st in stmts]
+    target = "blk" if blocked else "acc"
+    L.append(f"{body_ind}    {target}[{jl} - lo] = {acc_t}("
+             f"{_combine(combine.replace('acc', 'ACC'), v).replace('ACC', f'{target}[{jl} - lo]')})")
+    if blocked:
+        L += [f"{ind}    for {jl} in range(lo, hi):",
+              f"{ind}        acc[{jl} - lo] = {acc_t}(acc[{jl} - lo] + blk[{jl} - lo])"]
+    est: list[str] = []
+    em.override[id(red)] = "r"
+    res = em.emit(body, tuple(j[k] for k in kept), est, {})
+    em.override.clear()
+    L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    r = {tname(red.dtype)}(acc[{jl} - lo])"]
+    L += [ind + "    " + st for st in est]
+    L.append(f"{ind}    out[{', '.join(j[k] for k in kept)}] = {res}")
+    return L
 
 
 def _combine(combine: str, v: str) -> str:

@@ -6,12 +6,15 @@ structure, dtypes, ranks and broadcast pattern. Sizes reach kernels as arguments
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 
 from ir import Node, toposort
 from ir.registry import OPS, Kind
 from ir.scalar_lib import HELPERS
+
+_CALL = re.compile(r"\b(_\w+)\(")
 
 TYPE_NAMES = {"bool": "_b1", "int8": "_i8", "int16": "_i16", "int32": "_i32", "int64": "_i64",
               "uint8": "_u8", "uint16": "_u16", "uint32": "_u32", "uint64": "_u64",
@@ -114,12 +117,11 @@ class Emitter:
         return res
 
     def _need(self, text: str) -> None:
-        for h in HELPERS:
-            if h + "(" in text:
+        """Add the helpers `text` calls, and the helpers they call."""
+        for h in _CALL.findall(text):
+            if h in HELPERS and h not in self.helpers:
                 self.helpers.add(h)
-                for h2 in HELPERS:  # helpers calling helpers
-                    if h2 != h and h2 + "(" in HELPERS[h]:
-                        self.helpers.add(h2)
+                self._need(HELPERS[h])
 
     def helper_source(self, decorator: str) -> str:
         return "\n\n".join(f"{decorator}\n{HELPERS[h]}" for h in sorted(self.helpers))

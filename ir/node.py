@@ -158,3 +158,25 @@ def users(order: list[Node]) -> dict[int, list[Node]]:
         for i in n.inputs:
             out[id(i)].append(n)
     return out
+
+
+_NAN = float("nan")
+
+
+def make_const(value, dtype) -> Node:
+    """A 0-d constant. Its attrs tell NaN (one shared object) and -0.0 (a `neg` flag) apart,
+    since the intern table compares values with ==."""
+    dtype = np.dtype(dtype)
+    if isinstance(value, float) and dtype.kind == "f" and dtype.itemsize < 8 and abs(value) > 6e4:
+        with np.errstate(all="ignore"):  # may round to inf, as NumPy's cast does
+            v = dtype.type(value)
+    else:
+        v = dtype.type(value) if not isinstance(value, np.ndarray) else value.astype(dtype)[()]
+    py = v.item() if dtype.kind != "c" else complex(v)
+    attrs: tuple = (("value", py), ("dtype", dtype.str))
+    if dtype.kind == "f":
+        if py != py:
+            attrs = (("value", _NAN), ("dtype", dtype.str))
+        elif py == 0 and np.signbit(v):
+            attrs += (("neg", True),)
+    return make("const", (), (), dtype, attrs)

@@ -114,6 +114,23 @@ def _int_or_float(i: str, f: str) -> Callable:
     return T(i, floats=f)
 
 
+def _ft(dt: np.dtype) -> str:
+    """The generated modules' alias of a float type (np.float32 is `_f32`)."""
+    return {4: "_f32", 8: "_f64"}[dt.itemsize]
+
+
+def typed(helper: str, nargs: int) -> Callable:
+    """A call of the float helper variant for the loop's float type (scalar_lib._typed)."""
+    args = ", ".join(f"{{{k}}}" for k in range(nargs))
+    return lambda i, o, b: f"{helper}{_ft(o)}({args})"
+
+
+def scaled(c64: float, c32: float) -> Callable:
+    """x * c with NumPy's constant for the loop's type: float32 loops multiply by a float32
+    constant computed in float32 (npy_rad2degf: x * (180.0f / NPY_PIf))."""
+    return T(lambda i, o, b: f"({{0}} * {_ft(o)}({c32 if o.itemsize == 4 else c64!r}))")
+
+
 _C = Props(commutative=True, associative=True)
 _CI = Props(commutative=True, associative=True, idempotent=True)
 
@@ -121,9 +138,9 @@ _ufunc("add", T("({0} + {1})"), _C)
 _ufunc("subtract", T("({0} - {1})"))
 _ufunc("multiply", T("({0} * {1})"), _C)
 _ufunc("divide", T("({0} / {1})"))
-_ufunc("floor_divide", _int_or_float("_ifloordiv({0}, {1})", "_ffloordiv({0}, {1})"))
-_ufunc("remainder", _int_or_float("_iremainder({0}, {1})", "_fremainder({0}, {1})"))
-_ufunc("fmod", _int_or_float("_ifmod({0}, {1})", "_fmod({0}, {1})"))
+_ufunc("floor_divide", _int_or_float("_ifloordiv({0}, {1})", typed("_ffloordiv", 2)))
+_ufunc("remainder", _int_or_float("_iremainder({0}, {1})", typed("_fremainder", 2)))
+_ufunc("fmod", _int_or_float("_ifmod({0}, {1})", typed("_fmod", 2)))
 _ufunc("power", T(None, floats="_fpow({0}, {1})"))
 _ufunc("float_power", T(None, floats="_fpow({0}, {1})"))
 _ufunc("negative", T("(-{0})"), Props(involution=True))
@@ -138,24 +155,26 @@ _ufunc("conjugate", T("{0}"))
 _ufunc("sqrt", T("math.sqrt({0})"))
 _ufunc("cbrt", T(lambda i, o, b: "np.cbrt({0})" if b == "cpu" else "_cbrt({0})"))
 _ufunc("exp", T("math.exp({0})"))
-_ufunc("exp2", T("_exp2({0})"))
+_ufunc("exp2", T(typed("_exp2", 1)))
 _ufunc("expm1", T("math.expm1({0})"))
 _ufunc("log", T("math.log({0})"))
 _ufunc("log2", T("math.log2({0})"))
 _ufunc("log10", T("math.log10({0})"))
 _ufunc("log1p", T("math.log1p({0})"))
-_ufunc("logaddexp", T("_logaddexp({0}, {1})"), Props(commutative=True))
-_ufunc("logaddexp2", T("_logaddexp2({0}, {1})"), Props(commutative=True))
+_ufunc("logaddexp", T(typed("_logaddexp", 2)), Props(commutative=True))
+_ufunc("logaddexp2", T(typed("_logaddexp2", 2)), Props(commutative=True))
 for _n, _m in [("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"),
                ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
                ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
     _ufunc(_n, T(f"math.{_m}({{0}})"))
 _ufunc("arctan2", T("math.atan2({0}, {1})"))
 _ufunc("hypot", T("math.hypot({0}, {1})"), Props(commutative=True))
-_ufunc("deg2rad", T("({0} * 0.017453292519943295)"))
-_ufunc("radians", T("({0} * 0.017453292519943295)"))
-_ufunc("rad2deg", T("({0} * 57.29577951308232)"))
-_ufunc("degrees", T("({0} * 57.29577951308232)"))
+_DEG2RAD = scaled(math.pi / 180, float(np.float32(np.pi) / np.float32(180)))
+_RAD2DEG = scaled(180 / math.pi, float(np.float32(180) / np.float32(np.pi)))
+_ufunc("deg2rad", _DEG2RAD)
+_ufunc("radians", _DEG2RAD)
+_ufunc("rad2deg", _RAD2DEG)
+_ufunc("degrees", _RAD2DEG)
 _ufunc("floor", T("{0}", floats="_floor({0})"))
 _ufunc("ceil", T("{0}", floats="_ceil({0})"))
 _ufunc("trunc", T("{0}", floats="_trunc({0})"))
@@ -190,8 +209,9 @@ _ufunc("right_shift", T(lambda i, o, b: f"_{'u' if o.kind == 'u' else ''}rshift(
 _WIDE = {"i": "_i64", "u": "_u64"}  # |int8 min| needs a wider type
 _ufunc("gcd", T(lambda i, o, b: f"_gcd({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
        Props(commutative=True, associative=True))
+# not associative: lcm wraps around where it overflows
 _ufunc("lcm", T(lambda i, o, b: f"_lcm({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
-       Props(commutative=True, associative=True))
+       Props(commutative=True))
 # No kernel yet (interpreter): nextafter, spacing, ldexp, frexp, modf, divmod.
 for _n in ("nextafter", "spacing", "ldexp"):
     _ufunc(_n, None)

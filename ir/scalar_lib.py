@@ -12,6 +12,16 @@ def _h(name: str, src: str) -> None:
     HELPERS[name] = src.strip("\n")
 
 
+def _typed(src: str) -> None:
+    """A float helper in one variant per float type: `_T` becomes `_f32` or `_f64` (the type
+    aliases of every generated module), in names and in casts. NumPy's float32 loops compute
+    in float32 with float32 constants; a float64 literal or a float64 intermediate would round
+    differently (floor_divide, logaddexp2) or promote the whole function."""
+    name = src.split("def ", 1)[1].split("(", 1)[0]
+    for t in ("_f32", "_f64"):
+        _h(name.replace("_T", t), src.replace("_T", t))
+
+
 _h("_maximum", """
 def _maximum(a, b):
     return a if (a > b or a != a) else b
@@ -22,11 +32,11 @@ def _minimum(a, b):
 """)
 _h("_fmax", """
 def _fmax(a, b):
-    return a if (a >= b or b != b) else b
+    return a if (a > b or b != b) else b
 """)
 _h("_fmin", """
 def _fmin(a, b):
-    return a if (a <= b or b != b) else b
+    return a if (a < b or b != b) else b
 """)
 _h("_ifloordiv", """
 def _ifloordiv(a, b):
@@ -50,44 +60,6 @@ def _ifmod(a, b):
     if r != 0 and (r < 0) != (a < 0):
         r -= b
     return r
-""")
-_h("_fmod", """
-def _fmod(a, b):
-    if b == 0 or a != a or b != b:
-        return (a - a) + math.nan
-    return math.copysign(abs(a) % abs(b), a)
-""")
-_h("_ffloordiv", """
-def _ffloordiv(a, b):
-    if b == 0 or a != a or b != b:
-        return a / b
-    mod = _fmod(a, b)
-    div = (a - mod) / b
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            div -= 1.0
-    if div != div:
-        return div
-    if div != 0:
-        if abs(div) >= 4503599627370496.0 or math.isinf(div):
-            return div
-        fl = math.floor(div) * 1.0
-        if div - fl > 0.5:
-            fl += 1.0
-        return fl
-    return math.copysign(0.0, a / b)
-""")
-_h("_fremainder", """
-def _fremainder(a, b):
-    if b == 0:
-        return _fmod(a, b)
-    mod = _fmod(a, b)
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            mod += b
-    else:
-        mod = math.copysign(0.0, b)
-    return mod
 """)
 _h("_sign", """
 def _sign(a):
@@ -129,32 +101,6 @@ def _cbrt(a):
         return a
     y = math.copysign(math.pow(abs(a), 1.0 / 3.0), a)
     return y - (y * y * y - a) / (3.0 * y * y)
-""")
-_h("_exp2", """
-def _exp2(a):
-    return math.pow(2.0, a)
-""")
-_h("_logaddexp", """
-def _logaddexp(x, y):
-    if x == y:
-        return x + 0.6931471805599453
-    t = x - y
-    if t > 0:
-        return x + math.log1p(math.exp(-t))
-    if t <= 0:
-        return y + math.log1p(math.exp(t))
-    return t
-""")
-_h("_logaddexp2", """
-def _logaddexp2(x, y):
-    if x == y:
-        return x + 1.0
-    t = x - y
-    if t > 0:
-        return x + math.log1p(math.pow(2.0, -t)) * 1.4426950408889634
-    if t <= 0:
-        return y + math.log1p(math.pow(2.0, t)) * 1.4426950408889634
-    return t
 """)
 _h("_signbit", """
 def _signbit(a):
@@ -207,4 +153,68 @@ def _lcm(a, b):
 _h("_fpow", """
 def _fpow(a, b):
     return a ** b
+""")
+
+
+# npy_fmod, npy_divmod, npy_floor_divide and npy_remainder, statement for statement
+_typed("""
+def _fmod_T(a, b):
+    if b == 0 or a != a or b != b:
+        return _T(math.nan)
+    return math.copysign(abs(a) % abs(b), a)
+""")
+_typed("""
+def _ffloordiv_T(a, b):
+    if b == 0:
+        return a / b
+    mod = _fmod_T(a, b)
+    div = (a - mod) / b
+    if mod != 0 and (b < 0) != (mod < 0):
+        div = div - _T(1.0)
+    if div != 0:
+        if div != div or abs(div) >= _T(4503599627370496.0):
+            return div  # NaN, inf, or a float that is already an integer: its own floor
+        fl = _T(math.floor(div))
+        if div - fl > _T(0.5):
+            fl = fl + _T(1.0)
+        return fl
+    return math.copysign(_T(0.0), a / b)
+""")
+_typed("""
+def _fremainder_T(a, b):
+    mod = _fmod_T(a, b)
+    if b == 0:
+        return mod
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod = mod + b
+        return mod
+    return math.copysign(_T(0.0), b)
+""")
+_typed("""
+def _exp2_T(a):
+    return math.pow(_T(2.0), a)
+""")
+# npy_logaddexp and npy_logaddexp2
+_typed("""
+def _logaddexp_T(x, y):
+    if x == y:
+        return x + _T(0.6931471805599453)
+    t = x - y
+    if t > 0:
+        return x + math.log1p(math.exp(-t))
+    if t <= 0:
+        return y + math.log1p(math.exp(t))
+    return t
+""")
+_typed("""
+def _logaddexp2_T(x, y):
+    if x == y:
+        return x + _T(1.0)
+    t = x - y
+    if t > 0:
+        return x + _T(1.4426950408889634) * math.log1p(_exp2_T(-t))
+    if t <= 0:
+        return y + _T(1.4426950408889634) * math.log1p(_exp2_T(t))
+    return t
 """)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Node, make, toposort
+from ir.node import make_const
 from ir.interp import eval_node
 from ir.registry import OPS, Kind
 from .rewrite import Rule, apply_rules, rebuild
@@ -25,9 +26,7 @@ def _is_const(n: Node, value) -> bool:
 
 
 def _const(value, dtype) -> Node:
-    v = np.asarray(value, dtype=dtype)[()]
-    py = v.item() if np.dtype(dtype).kind != "c" else complex(v)
-    return make("const", (), (), dtype, (("value", py), ("dtype", np.dtype(dtype).str)))
+    return make_const(np.asarray(value, dtype=dtype)[()], dtype)
 
 
 def _bcast(c: Node, shape) -> Node:
@@ -49,8 +48,11 @@ def x_times_one(n: Node) -> Node | None:
 
 
 def x_minus_zero(n: Node) -> Node | None:
-    # x-0 -> x (x+0 is not an identity for -0.0)
-    if n.op == "subtract" and _is_const(n.inputs[1], 0) and n.inputs[0].dtype == n.dtype:
+    # x-(+0) -> x (x+0 and x-(-0) are not identities for x = -0.0)
+    c = n.inputs[1] if n.op == "subtract" else None
+    if c is not None and c.op == "broadcast_to":
+        c = c.inputs[0]
+    if c is not None and _is_const(c, 0) and not c.attr("neg") and n.inputs[0].dtype == n.dtype:
         return n.inputs[0]
     return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Buffer, Node, make
+from ir.node import make_const
 from ir.registry import OPS
 
 
@@ -15,25 +16,12 @@ def _typed(op: str, inputs: tuple[Node, ...], attrs: tuple = ()) -> Node:
     return make(op, inputs, shape, dtype, attrs)
 
 
-_NAN = float("nan")
-
-
 def leaf(value) -> Node:
     return make("input", (), value.shape, value.dtype, (("buf", Buffer(value)),))
 
 
 def const(value, dtype) -> Node:
-    dtype = np.dtype(dtype)
-    if isinstance(value, float) and dtype.kind == "f" and dtype.itemsize < 8 and \
-            abs(value) > 6e4:
-        with np.errstate(all="ignore"):  # may round to inf, as NumPy's cast does
-            v = dtype.type(value)
-    else:
-        v = dtype.type(value) if not isinstance(value, np.ndarray) else value.astype(dtype)[()]
-    py = v.item() if dtype.kind != "c" else complex(v)
-    if dtype.kind == "f" and py != py:
-        py = _NAN  # NaN != NaN: one shared object keeps NaN constants interned
-    return make("const", (), (), dtype, (("value", py), ("dtype", dtype.str)))
+    return make_const(value, dtype)
 
 
 def cast(x: Node, dtype) -> Node:
