@@ -7,6 +7,8 @@ an update of the base (functionalization), so every view of the same base sees t
 from __future__ import annotations
 
 import math
+import operator
+import os
 import weakref
 from typing import Any
 
@@ -18,6 +20,48 @@ from . import graph as G
 
 _PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
 _pending_nodes = 0
+
+
+_depth = [0]
+_NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
+
+
+def _trim_numpy_tail(tb) -> None:
+    """Cut NumPy's own Python frames off the end of a traceback: when tracer asks NumPy to
+    check shapes or axes, the error then ends at tracer's call under the user's line."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    keep = len(entries)
+    while keep > 1 and entries[keep - 1].tb_frame.f_code.co_filename.startswith(_NUMPY_DIR):
+        keep -= 1
+    if keep < len(entries):
+        entries[keep - 1].tb_next = None
+
+
+def traced(fn):
+    """Adds the time spent recording to stats().trace_s (outermost call only), and ends the
+    traceback of an error raised while recording in tracer's frames, not NumPy's."""
+    import functools
+    import time as _time
+    from ir.stats import STATS
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _depth[0]:
+            return fn(*args, **kwargs)
+        _depth[0] = 1
+        t0 = _time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            _trim_numpy_tail(e.__traceback__)
+            raise
+        finally:
+            _depth[0] = 0
+            STATS.trace_s += _time.perf_counter() - t0
+    return wrapper
 
 
 class Var:
@@ -235,6 +279,7 @@ class ndarray:
     def _derive(self, kind: str, arg, shape, strides, writeable=None) -> "ndarray":
         return ndarray(self._var, self._view.then(kind, arg, shape, strides, writeable))
 
+    @traced
     def transpose(self, *axes) -> "ndarray":
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
@@ -248,18 +293,35 @@ class ndarray:
         st = self._view.strides
         return self._derive("transpose", perm, [self.shape[p] for p in perm], [st[p] for p in perm])
 
+    @traced
     def reshape(self, *shape, order="C", copy=None) -> "ndarray":
-        if order != "C":
-            raise NotImplementedError("tracer: only order='C' reshapes are supported")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        newshape = _infer_shape(self.size, tuple(int(s) for s in shape))
+        order = _reshape_order(order, self)
+        if order == "F":  # NumPy's F-order reshape is the C-order reshape of the reversed axes
+            rev = tuple(shape)[::-1] if shape else shape
+            return self.transpose().reshape(rev, copy=copy).transpose()
+        newshape = _infer_shape(self.size, tuple(operator.index(s) for s in shape))
         if newshape == self.shape:
             return ndarray(self._var, self._view)
         strides = nocopy_reshape(self.shape, self._view.strides, newshape)
+        if strides is None and copy is False:
+            raise ValueError("Unable to avoid creating a copy while reshaping.")
         if strides is None or copy:
             return ndarray._from_node(G.reshape(self._node, newshape))
         return self._derive("reshape", newshape, newshape, strides)
+
+    def _ravel_order(self, order) -> "ndarray":
+        """The view (or copy) that ravel/flatten read in `order`, as a reshape(-1)."""
+        if order in (None, "C"):
+            return self.reshape(-1)
+        if order == "K":
+            st = self._view.strides
+            perm = sorted(range(self.ndim), key=lambda i: -abs(st[i]))
+            return self.transpose(perm).reshape(-1)
+        if order in ("F", "A"):
+            return self.reshape(-1, order=order)
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
 
     def _broadcast_view(self, shape) -> "ndarray":
         shape = tuple(shape)
@@ -283,10 +345,17 @@ class ndarray:
     def get(self) -> np.ndarray:
         return np.array(self.__array__())
 
+    @traced
+    def _probe(self, fn):
+        """Run fn on a zero-byte stand-in first: errors NumPy raises from the shape or dtype
+        alone (size != 1, bad index) come without evaluating anything."""
+        fn(proxy(self.shape, self.dtype))
+
     def tolist(self):
         return self.__array__().tolist()
 
     def item(self, *args):
+        self._probe(lambda p: p.item(*args))
         return self.__array__().item(*args)
 
     def __repr__(self) -> str:
@@ -299,18 +368,23 @@ class ndarray:
         return format(self.__array__()[()] if self.ndim == 0 else self.__array__(), spec)
 
     def __bool__(self) -> bool:
+        self._probe(bool)
         return bool(self.__array__())
 
     def __float__(self) -> float:
+        self._probe(float)
         return float(self.__array__())
 
     def __int__(self) -> int:
+        self._probe(int)
         return int(self.__array__())
 
     def __complex__(self) -> complex:
+        self._probe(complex)
         return complex(self.__array__())
 
     def __index__(self) -> int:
+        self._probe(lambda p: p.__index__())
         return self.__array__().__index__()
 
     def __len__(self) -> int:
@@ -321,8 +395,7 @@ class ndarray:
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError("unhashable type: 'tracer.ndarray'")
@@ -339,21 +412,39 @@ def proxy(shape, dtype=np.int8) -> np.ndarray:
     return np.broadcast_to(np.zeros((), dtype), tuple(shape))
 
 
+def _reshape_order(order, a: "ndarray") -> str:
+    if order is None:
+        return "C"
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order == "K":
+        raise ValueError("order 'K' is not permitted for reshaping")
+    if order == "A":
+        shape, st = a.shape, a._view.strides
+        f_contig = c_strides(shape[::-1])[::-1] == st
+        return "F" if f_contig and c_strides(shape) != st else "C"
+    return order
+
+
 def _infer_shape(size: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    neg = [i for i, s in enumerate(shape) if s == -1]
+    """NumPy's rules: any negative entry is the one unknown dimension."""
+    neg = [i for i, s in enumerate(shape) if s < 0]
     if len(neg) > 1:
         raise ValueError("can only specify one unknown dimension")
-    if any(s < -1 for s in shape):
-        raise ValueError("negative dimensions not allowed")
-    known = math.prod(s for s in shape if s != -1)
+    known = math.prod(s for s in shape if s >= 0)
     if neg:
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of size {size} into shape "
-                             f"{shape_str(shape)}")
-        shape = tuple(size // known if s == -1 else s for s in shape)
+            _reshape_error(size, shape)
+        shape = tuple(size // known if s < 0 else s for s in shape)
     if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape_str(shape)}")
+        _reshape_error(size, shape)
     return shape
+
+
+def _reshape_error(size, shape):
+    """NumPy's own message: reshaping a zero-byte array of the same size raises it."""
+    proxy((size,)).reshape(shape)
+    raise ValueError(f"cannot reshape array of size {size} into shape {shape_str(shape)}")
 
 
 def shape_str(shape) -> str:
@@ -373,24 +464,3 @@ def asarray_node(x: Any) -> Node:
     return G.leaf(a)
 
 
-_depth = [0]
-
-
-def traced(fn):
-    """Adds the time spent recording to stats().trace_s (outermost call only)."""
-    import functools
-    import time as _time
-    from ir.stats import STATS
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if _depth[0]:
-            return fn(*args, **kwargs)
-        _depth[0] = 1
-        t0 = _time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _depth[0] = 0
-            STATS.trace_s += _time.perf_counter() - t0
-    return wrapper

@@ -7,7 +7,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from . import graph as G
-from .array import Var, ndarray, asarray_node, proxy, traced
+from .array import Var, ndarray, asarray_node, proxy, shape_str, traced
 from .indexing import basic_view
 from .ufuncs import apply_ufunc
 
@@ -19,6 +19,8 @@ def _lazy(a) -> ndarray:
 def _shape(shape) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
+    if not isinstance(shape, (tuple, list)) and not hasattr(shape, "__iter__"):
+        raise TypeError(f"expected a sequence of integers or a single integer, got '{shape}'")
     shape = tuple(operator.index(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError("negative dimensions are not allowed")
@@ -54,6 +56,7 @@ def _host(obj):
     return obj
 
 
+@traced
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
     if isinstance(fill_value, ndarray):
@@ -139,15 +142,17 @@ def permute_dims(a, axes=None):
     return transpose(a, axes)
 
 
+@traced
 def swapaxes(a, axis1, axis2):
     a = _lazy(a)
-    i = normalize_axis_index(axis1, a.ndim)
-    j = normalize_axis_index(axis2, a.ndim)
+    i = normalize_axis_index(axis1, a.ndim, "axis1")
+    j = normalize_axis_index(axis2, a.ndim, "axis2")
     perm = list(range(a.ndim))
     perm[i], perm[j] = perm[j], perm[i]
     return a.transpose(perm)
 
 
+@traced
 def moveaxis(a, source, destination):
     a = _lazy(a)
     src = normalize_axis_tuple(source, a.ndim, "source")
@@ -161,22 +166,26 @@ def moveaxis(a, source, destination):
     return a.transpose(order)
 
 
+@traced
 def expand_dims(a, axis):
     a = _lazy(a)
     return a.reshape(np.expand_dims(proxy(a.shape), axis).shape)
 
 
+@traced
 def squeeze(a, axis=None):
     a = _lazy(a)
     return a.reshape(np.squeeze(proxy(a.shape), axis).shape)
 
 
+@traced
 def broadcast_to(a, shape, subok=False):
     a = _lazy(a)
     shape = np.broadcast_to(proxy(a.shape), shape).shape  # NumPy's errors
     return a._broadcast_view(shape)
 
 
+@traced
 def broadcast_arrays(*args, subok=False):
     arrs = [_lazy(a) for a in args]
     shape = np.broadcast_shapes(*[a.shape for a in arrs])
@@ -184,7 +193,7 @@ def broadcast_arrays(*args, subok=False):
 
 
 def ravel(a, order="C"):
-    return _lazy(a).reshape(-1)
+    return _lazy(a)._ravel_order(order)
 
 
 def atleast_1d(*arys):
@@ -199,6 +208,7 @@ def atleast_2d(*arys):
     return res[0] if len(res) == 1 else tuple(res)
 
 
+@traced
 def flip(m, axis=None):
     m = _lazy(m)
     axes = range(m.ndim) if axis is None else normalize_axis_tuple(axis, m.ndim)
@@ -232,10 +242,9 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     ax = normalize_axis_index(axis, nd)
     for i, a in enumerate(arrs[1:], 1):
         if a.ndim != nd:
-            raise ValueError("all the input array dimensions except for the concatenation axis "
-                             "must match exactly, but along dimension 0, the array at index 0 has "
-                             f"{nd} dimension(s) and the array at index {i} has {a.ndim} "
-                             "dimension(s)")
+            raise ValueError("all the input arrays must have same number of dimensions, but the "
+                             f"array at index 0 has {nd} dimension(s) and the array at index {i} "
+                             f"has {a.ndim} dimension(s)")
         for d in range(nd):
             if d != ax and a.shape[d] != arrs[0].shape[d]:
                 raise ValueError("all the input array dimensions except for the concatenation "
@@ -258,6 +267,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return res
 
 
+@traced
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrs = [_lazy(a) for a in arrays]
     if not arrs:
@@ -294,9 +304,22 @@ def where(condition, x=None, y=None):
     shape = broadcast_shapes([o.shape for o in ops])
     c = G.broadcast(G.cast(ops[0].node if ops[0].node is not None else
                            G.const(ops[0].weak, np.bool_), np.bool_), shape)
-    a = G.broadcast(ops[1].as_node(dt, "where"), shape)
-    b = G.broadcast(ops[2].as_node(dt, "where"), shape)
+    a = G.broadcast(_where_operand(ops[1], dt), shape)
+    b = G.broadcast(_where_operand(ops[2], dt), shape)
     return ndarray._from_node(G.where(c, a, b))
+
+
+def _where_operand(o, dt):
+    """np.where casts a Python int the way a C long cast does: an out-of-range value wraps
+    (np.where(c, int8_array, 1000) holds -24), and only one past int64/uint64 overflows."""
+    if o.node is None and isinstance(o.weak, int) and not isinstance(o.weak, bool) \
+            and dt.kind in "iu":
+        v = o.weak
+        if not -2**63 <= v < 2**64:
+            raise OverflowError("Python int too large to convert to C long")
+        with np.errstate(all="ignore"):
+            return G.const(np.array(v).astype(dt)[()], dt)
+    return o.as_node(dt, "where")
 
 
 def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
@@ -305,9 +328,15 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
     hi = a_max if a_max is not np._NoValue else max
     lo = None if lo is np._NoValue else lo
     hi = None if hi is np._NoValue else hi
-    if lo is None and hi is None:
-        raise ValueError("One of max or min must be given")
     r = _lazy(a)
+    if r.dtype.kind in "iu":  # NumPy drops Python-int bounds outside the dtype's range
+        info = np.iinfo(r.dtype)
+        if type(lo) is int and lo <= info.min:
+            lo = None
+        if type(hi) is int and hi >= info.max:
+            hi = None
+    if lo is None and hi is None:
+        r = apply_ufunc(np.positive, (r,))
     if lo is not None:
         r = apply_ufunc(np.maximum, (r, lo))
     if hi is not None:
@@ -346,7 +375,11 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kw):
         an = G.reshape(an, (1,) + a.shape)
     if b.ndim == 1:
         bn = G.reshape(bn, b.shape + (1,))
-    np.broadcast_shapes(an.shape[:-2], bn.shape[:-2])
+    try:
+        np.broadcast_shapes(an.shape[:-2], bn.shape[:-2])
+    except ValueError:
+        np.matmul(proxy(a.shape), proxy(b.shape))  # NumPy's own message
+        raise
     node = G.matmul(an, bn)
     shape = node.shape
     if a.ndim == 1:
@@ -365,6 +398,10 @@ def dot(a, b, out=None):
     a, b = _lazy(a), _lazy(b)
     if a.ndim == 0 or b.ndim == 0:
         return apply_ufunc(np.multiply, (a, b), out=out)
+    kb = 0 if b.ndim == 1 else b.ndim - 2
+    if a.shape[-1] != b.shape[kb]:
+        raise ValueError(f"shapes {shape_str(a.shape)} and {shape_str(b.shape)} not aligned: "
+                         f"{a.shape[-1]} (dim {a.ndim - 1}) != {b.shape[kb]} (dim {kb})")
     if b.ndim <= 2:
         return matmul(a, b, out=out)
     from .runtime import fallback_call

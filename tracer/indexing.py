@@ -9,7 +9,8 @@ import numpy as np
 
 from ir import Node
 from . import graph as G
-from .array import ndarray, proxy, nocopy_reshape, write_through, asarray_node, apply_step_numpy
+from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
+                    apply_step_numpy, traced)
 
 
 def _is_basic(key: tuple) -> bool:
@@ -61,22 +62,54 @@ def basic_view(a: ndarray, key: tuple) -> ndarray:
     return view
 
 
+_ADVANCED = (int, np.integer, slice, type(None), type(Ellipsis), bool, np.bool_, list, tuple,
+             np.ndarray, ndarray)
+
+
+def _check_key(a: ndarray, key: tuple) -> None:
+    """A key NumPy rejects whatever the values (a float, a string) raises now, while tracing."""
+    if not all(isinstance(k, _ADVANCED) for k in key):
+        proxy(a.shape)[key]
+
+
+def _is_scalar_key(a: ndarray, key: tuple) -> bool:
+    """An integer for every axis: NumPy returns the element as a new scalar, not a view."""
+    return len(key) == a.ndim and all(isinstance(k, (int, np.integer)) and
+                                      not isinstance(k, (bool, np.bool_)) for k in key)
+
+
+@traced
 def getitem(a: ndarray, key):
     key = _norm_key(key)
     if _is_basic(key):
-        return basic_view(a, key)
+        view = basic_view(a, key)
+        if _is_scalar_key(a, key):  # a copy: later writes to `a` do not change it
+            return ndarray._from_node(view._node)
+        return view
+    _check_key(a, key)
     from .runtime import fallback_call
     return fallback_call("ndarray.__getitem__", lambda x, k: x[k], (a, key), {})
 
 
-def _value_node(value, target: ndarray) -> Node:
+def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
+    """The node written into `target`. `scalar`: the key picked one element (a[1, 2] = v), where
+    NumPy converts v as a single element and refuses any sequence."""
+    if scalar and (isinstance(value, (ndarray, np.ndarray)) and value.ndim > 0):
+        raise ValueError("setting an array element with a sequence.")
     if isinstance(value, ndarray):
         node = value._node
+    elif isinstance(value, (np.ndarray, np.generic)):
+        node = asarray_node(value)
+    elif scalar:
+        one = np.zeros((), target.dtype)
+        one[()] = value  # NumPy's own conversion and errors (OverflowError, NaN to int, ...)
+        node = asarray_node(one)
     else:
-        arr = value if isinstance(value, np.ndarray) else None
-        if arr is None:
-            arr = np.array(value, dtype=target.dtype) if np.ndim(value) == 0 and \
-                not isinstance(value, np.generic) else np.asarray(value)
+        from .functions import _host
+        arr = np.array(_host(value), dtype=target.dtype)  # Python values convert to the target
+        if arr.ndim > target.ndim:
+            raise ValueError("setting an array element with a sequence. The requested array "
+                             f"would exceed the maximum number of dimension of {target.ndim}.")
         node = asarray_node(arr)
     with np.errstate(all="ignore"):
         node = G.cast(node, target.dtype)
@@ -87,8 +120,8 @@ def _value_node(value, target: ndarray) -> Node:
     except ValueError:
         shape = None
     if shape is None or tuple(shape) != target.shape:
-        raise ValueError(f"could not broadcast input array from shape {node.shape} into shape "
-                         f"{target.shape}")
+        raise ValueError(f"could not broadcast input array from shape {shape_str(node.shape)} "
+                         f"into shape {shape_str(target.shape)}")
     return G.broadcast(node, target.shape)
 
 
@@ -100,14 +133,16 @@ def assign_full(target: ndarray, value: Node) -> None:
     var.assign(write_through(var.node, target._view.steps, value))
 
 
+@traced
 def setitem(a: ndarray, key, value) -> None:
     key = _norm_key(key)
     if not a._view.writeable:
         raise ValueError("assignment destination is read-only")
     if _is_basic(key):
         target = basic_view(a, key)
-        assign_full(target, _value_node(value, target))
+        assign_full(target, _value_node(value, target, _is_scalar_key(a, key)))
         return
+    _check_key(a, key)
     from .runtime import count_fallback, to_numpy
     count_fallback("ndarray.__setitem__")
     var = a._var

@@ -6,7 +6,7 @@ import numpy as np
 from . import functions as F
 from . import graph as G
 from . import reductions as R
-from .array import ndarray
+from .array import ndarray, proxy, traced
 from .indexing import getitem, setitem
 from .ufuncs import apply_ufunc, call_ufunc
 
@@ -55,11 +55,23 @@ def _rmatmul(self, other):
     return F.matmul(other, self)
 
 
+@traced
 def _imatmul(self, other):
+    other = F._lazy(other)
+    if self.ndim < 1 or other.ndim < 2:
+        raise ValueError("inplace matrix multiplication requires the first operand to have at "
+                         "least one and the second at least two dimensions.")
     res = F.matmul(self, other)
     from .indexing import assign_full
     if res.shape != self.shape:
-        raise ValueError("matmul: in-place result has the wrong shape")
+        from numpy.lib.stride_tricks import as_strided
+        out = as_strided(np.zeros(1), self.shape, (0,) * self.ndim, writeable=True)
+        np.matmul(proxy(self.shape), proxy(other.shape), out=out)  # NumPy's own message
+        raise ValueError(f"matmul: output shape {self.shape} does not match {res.shape}")
+    if not np.can_cast(res.dtype, self.dtype, "same_kind"):
+        np.matmul(np.zeros((1, 1), self.dtype), np.zeros((1, 1), other.dtype),
+                  out=np.zeros((1, 1), self.dtype))  # NumPy's own UFuncTypeError
+        raise TypeError(f"Cannot cast matmul output from {res.dtype!r} to {self.dtype!r}")
     assign_full(self, G.cast(res._node, self.dtype))
     return self
 
@@ -84,10 +96,12 @@ def _fill(self, value):
 
 
 def _flatten(self, order="C"):
-    return ndarray._from_node(G.reshape(self._node, (self.size,)))
+    return ndarray._from_node(self._ravel_order(order)._node)
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "__call__" and ufunc is np.matmul:
+        return F.matmul(*inputs, **kwargs)
     if method == "__call__":
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and ufunc in R._REDUCE_OP:
@@ -117,7 +131,7 @@ ndarray.astype = _astype
 ndarray.copy = _copy
 ndarray.fill = _fill
 ndarray.flatten = _flatten
-ndarray.ravel = lambda self, order="C": self.reshape(-1)
+ndarray.ravel = lambda self, order="C": self._ravel_order(order)
 ndarray.squeeze = lambda self, axis=None: F.squeeze(self, axis)
 ndarray.swapaxes = lambda self, a, b: F.swapaxes(self, a, b)
 ndarray.clip = lambda self, min=None, max=None, out=None, **kw: F.clip(self, min, max, out)
@@ -135,6 +149,7 @@ def _fallback_method(self, name):
     def call(*args, **kwargs):
         count_fallback(f"ndarray.{name}")
         host = np.array(to_numpy(self), copy=True)
+        host.flags.writeable = self._view.writeable  # NumPy's own error for in-place methods
         out = meth(host, *_to_host(args), **_to_host(kwargs))
         if out is None:
             setitem(self, Ellipsis, host)

@@ -24,7 +24,10 @@ def _lazy(a) -> ndarray:
 def _axes(axis, ndim) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    return normalize_axis_tuple(axis, ndim)
+    axes = normalize_axis_tuple(axis, ndim, allow_duplicate=True)
+    if len(set(axes)) != len(axes):
+        raise ValueError("duplicate value in 'axis'")
+    return axes
 
 
 def _keep(node, axes, ndim) -> ndarray:
@@ -42,7 +45,15 @@ def _finish(res: ndarray, out):
         return res
     if isinstance(out, tuple):
         out = out[0]
+    if isinstance(out, np.ndarray):  # a host array to fill: NumPy's meaning needs the values now
+        if out.shape != res.shape:
+            raise ValueError(f"output parameter for reduction operation has the wrong shape "
+                             f"{out.shape}, expected {res.shape}")
+        np.copyto(out, np.asarray(res), casting="unsafe")
+        return out
     from .indexing import assign_full
+    if isinstance(out, ndarray) and not out._view.writeable:
+        raise ValueError("output array is read-only")
     if out.shape != res.shape:
         raise ValueError(f"output parameter for reduction operation has the wrong shape "
                          f"{out.shape}, expected {res.shape}")
