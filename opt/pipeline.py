@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ir import Node, format_graph, verify
+from ir import Node, format_graph, toposort, verify
 from ir.config import CONFIG
 from .fusion import fusion
 from .simplify import constant_folding, cse, dce, simplify
@@ -28,27 +29,72 @@ class PassError(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class PassEffect:
+    """What one pass run did to the graph: its time and the op histogram before and after."""
+    name: str
+    seconds: float
+    changed: bool
+    ops_before: Counter
+    ops_after: Counter
+    disabled: bool = False
+
+    @property
+    def nodes_before(self) -> int:
+        return sum(self.ops_before.values())
+
+    @property
+    def nodes_after(self) -> int:
+        return sum(self.ops_after.values())
+
+    def op_delta(self) -> list[tuple[str, int]]:
+        """Ops whose count changed, biggest change first: [("multiply", -3), ("fusion", 1)]."""
+        ops = set(self.ops_before) | set(self.ops_after)
+        delta = [(op, self.ops_after[op] - self.ops_before[op]) for op in ops]
+        return sorted([d for d in delta if d[1]], key=lambda d: (-abs(d[1]), d[0]))
+
+    def __str__(self) -> str:
+        if self.disabled:
+            return f"{self.name:<20} disabled"
+        delta = " ".join(f"{'+' if d > 0 else '-'}{op} x{abs(d)}" for op, d in self.op_delta())
+        size = f"{self.nodes_before} -> {self.nodes_after} nodes"
+        return (f"{self.name:<20} {self.seconds * 1e3:7.2f} ms  {size:<18} "
+                f"{delta or ('changed' if self.changed else '-')}")
+
+
 @dataclass
 class OptResult:
     roots: list[Node]
     passes: list[tuple[str, float, bool]] = field(default_factory=list)
     seconds: float = 0.0
+    effects: list[PassEffect] = field(default_factory=list)  # filled only when recording
 
 
 _dump_counter = [0]
 
 
-def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = None) -> OptResult:
+def op_histogram(roots: list[Node]) -> Counter:
+    return Counter(n.op for n in toposort(roots))
+
+
+def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = None,
+             record: bool | None = None) -> OptResult:
+    """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`, which costs
+    one toposort per pass, so plain evaluation does not pay for it."""
     pipeline = PIPELINE if pipeline is None else pipeline
+    record = CONFIG.debug >= 3 if record is None else record
     res = OptResult(list(roots))
     done: list[str] = []
     t_all = time.perf_counter()
+    ops = op_histogram(res.roots) if record else Counter()
     if CONFIG.dump_dir:
         _dump_counter[0] += 1
         _dump(res.roots, "00_input")
     for k, (name, fn, _why) in enumerate(pipeline, 1):
         if name in CONFIG.disable_passes:
             res.passes.append((name, 0.0, False))
+            if record:
+                res.effects.append(PassEffect(name, 0.0, False, ops, ops, disabled=True))
             continue
         t0 = time.perf_counter()
         try:
@@ -61,6 +107,10 @@ def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = N
         dt = time.perf_counter() - t0
         changed = any(a is not b for a, b in zip(out, res.roots))
         res.passes.append((name, dt, changed))
+        if record:
+            after = op_histogram(out) if changed else ops
+            res.effects.append(PassEffect(name, dt, changed, ops, after))
+            ops = after
         res.roots = out
         done.append(name)
         if CONFIG.dump_dir:

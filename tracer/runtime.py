@@ -115,6 +115,7 @@ class Plan:
         self.graph_before = _Graph(before)
         self.graph_after = _Graph(res.roots)
         self.passes = res.passes
+        self.pass_effects = res.effects  # [PassEffect]: nodes and op histogram around each pass
         self.kernels = program.kernels
         self.peak_bytes = program.peak_bytes
         self.bytes_copied = program.bytes_copied
@@ -123,8 +124,7 @@ class Plan:
     def __str__(self) -> str:
         out = [f"== graph before ({len(toposort(self.graph_before.roots))} nodes)",
                str(self.graph_before), "== passes"]
-        out += [f"  {name:<24} {sec * 1e3:8.3f} ms  {'changed' if ch else '-'}"
-                for name, sec, ch in self.passes]
+        out += [f"  {e}" for e in self.pass_effects]
         out += [f"== graph after ({len(self.kernels)} kernels, backend {self.backend})",
                 str(self.graph_after), f"== peak_bytes {self.peak_bytes}, "
                 f"bytes_copied {self.bytes_copied}"]
@@ -147,7 +147,7 @@ class _Graph:
 
 def explain(*arrays) -> Plan:
     roots = [a._node for a in arrays]
-    res = opt.optimize(roots)
+    res = opt.optimize(roots, record=True)
     program = cuda_kernels.lower(res.roots, backend())
     return Plan(roots, res, program)
 
