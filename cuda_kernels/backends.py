@@ -97,6 +97,8 @@ class CpuBackend:
         t0 = time.perf_counter()
         if kernel.kind == "loop":
             fn(out, *params, *consts)
+        elif kernel.kind == "row":
+            fn(out, *params, *consts, *cpu.row_plan(body).shape)
         else:
             m, ch = reduce_launch_sizes(body)
             fn(out, *params, *consts, *m, ch)

@@ -24,18 +24,21 @@ from numba import njit, prange
 """
 
 
+def is_reduce(n: Node) -> bool:
+    return n.op in OPS and OPS[n.op].kind.value == "reduce"
+
+
 def find_reduce(body: Node) -> Node | None:
-    reds = [n for n in toposort([body]) if n.op in OPS and OPS[n.op].kind.value == "reduce"]
-    assert len(reds) <= 1, "one reduction per fusion"
-    return reds[0] if reds else None
+    """The reduction of a `reduce` kernel (row kernels have several: see row_plan)."""
+    reds = [n for n in toposort([body]) if is_reduce(n)]
+    return reds[-1] if reds else None
 
 
 def is_flat(body: Node) -> bool:
     """Pure elementwise over same-shaped params: iterate as one flat loop when layouts allow."""
     nodes = toposort([body])
-    return all(n.op not in ("broadcast_to", "transpose") and
-               (n.op != "param" or n.shape == body.shape) for n in nodes) and \
-        find_reduce(body) is None
+    return all(n.op not in ("broadcast_to", "transpose", "reshape") and not is_reduce(n) and
+               (n.op != "param" or n.shape == body.shape) for n in nodes)
 
 
 def acc_dtype(red: Node) -> np.dtype:
@@ -262,7 +265,149 @@ def _combine(combine: str, v: str) -> str:
     return combine.replace("(acc, v)", f"(acc, {v})").replace(" v)", f" {v})")
 
 
+# ---------------------------------------------------------------- row kernels
+
+# Ops whose recomputation is cheaper than a store and a load.
+CHEAP = frozenset({"add", "subtract", "multiply", "negative", "positive", "absolute", "square",
+                   "maximum", "minimum", "fmax", "fmin", "cast", "where", "equal", "not_equal",
+                   "less", "less_equal", "greater", "greater_equal", "param", "const",
+                   "broadcast_to", "transpose", "reshape"})
+
+
+class RowPlan(NamedTuple):
+    """A row kernel: reductions (in dependency order) over the trailing axes of `shape`; `rowvals`
+    are values at the kept index computed once per row; `stash` is an expensive row-domain value
+    that a reduction's pass stores into `out` for the final pass to read back."""
+    reds: list
+    shape: tuple
+    nkept: int
+    rowvals: list
+    stash: Node | None
+
+
+def _reach(n: Node, stop) -> list[Node]:
+    """Nodes n reads, inputs first; nodes where `stop` holds are included but not entered."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack = [(n, False)]
+    while stack:
+        m, done = stack.pop()
+        if done:
+            order.append(m)
+        elif id(m) not in seen:
+            seen.add(id(m))
+            stack.append((m, True))
+            if m is n or not stop(m):
+                stack.extend((i, False) for i in reversed(m.inputs))
+    return order
+
+
+def row_plan(body: Node) -> RowPlan:
+    order = toposort([body])
+    reds = [n for n in order if is_reduce(n)]
+    shape = reds[0].inputs[0].shape
+    k = shape and len(shape) - len(reds[0].attr("axes"))
+    kept = shape[:k]
+    rowshapes = (kept, kept + (1,) * (len(shape) - k))
+    rowvals = [n for n in order if n.shape in rowshapes and not is_reduce(n) and
+               n.op not in ("param", "const", "broadcast_to", "transpose", "reshape")]
+    stash = None
+    if body.shape == shape:
+        final = {id(n) for n in _reach(body, is_reduce)}
+        for red in reds:
+            for n in reversed(_reach(red.inputs[0], is_reduce)):
+                if id(n) in final and n.shape == shape and n.dtype == body.dtype and \
+                        n is not body and any(m.op not in CHEAP for m in _reach(n, is_reduce)):
+                    stash = n
+                    break
+            if stash is not None:
+                break
+    return RowPlan(reds, shape, k, rowvals, stash)
+
+
+def row_ready(em: Emitter, plan: RowPlan, done: set[int]) -> list[Node]:
+    """Row values not yet computed whose reductions are all done."""
+    out = []
+    for n in plan.rowvals:
+        if id(n) in em.override:
+            continue
+        if all(id(r) in done for r in _reach(n, is_reduce) if is_reduce(r) and r is not n):
+            out.append(n)
+    return out
+
+
+def row_index(n: Node, kept: tuple[str, ...]) -> tuple[str, ...]:
+    """The index of a per-row value: the kept index, with zeros for keepdims axes."""
+    return kept + ("0",) * (n.ndim - len(kept))
+
+
+def gen_row(em: Emitter, body: Node, name: str) -> str:
+    plan = row_plan(body)
+    shape, k = plan.shape, plan.nkept
+    p = len(shape)
+    j = [f"j{d}" for d in range(p)]
+    full, kept = tuple(j), tuple(j[:k])
+    L = [f"def {name}({', '.join(signature_args(em) + [f'm{d}' for d in range(p)])}):"]
+    ind = "    "
+    for d in range(k):
+        L.append(f"{ind}for {j[d]} in {'prange' if d == 0 else 'range'}(m{d}):")
+        ind += "    "
+    done: set[int] = set()
+
+    def hoist() -> None:
+        for n in row_ready(em, plan, done):
+            stmts: list[str] = []
+            v = em.emit(n, row_index(n, kept), stmts, {})
+            L.extend(ind + st for st in stmts)
+            em.override[id(n)] = v
+
+    def inner_loops() -> str:
+        i2 = ind
+        for d in range(k, p):
+            L.append(f"{i2}for {j[d]} in range(m{d}):")
+            i2 += "    "
+        return i2
+
+    for r, red in enumerate(plan.reds):
+        hoist()
+        acc_t = tname(acc_dtype(red))
+        combine = OPS[red.op].combine
+        em._need(combine)
+        L.append(f"{ind}acc = {acc_t}({_ident_literal(red)})")
+        i2 = inner_loops()
+        stmts: list[str] = []
+        memo: dict = {}
+        stashed = plan.stash is not None and id(plan.stash) not in em.override and \
+            any(m is plan.stash for m in _reach(red.inputs[0], is_reduce))
+        if stashed:
+            sv = em.emit(plan.stash, full, stmts, memo)
+            stmts.append(f"out[{', '.join(full)}] = {sv}")
+        v = em.emit(red.inputs[0], full, stmts, memo)
+        L.extend(i2 + st for st in stmts)
+        L.append(f"{i2}acc = {acc_t}({_combine(combine, v)})")
+        if stashed:
+            em.override[id(plan.stash)] = f"out[{', '.join(full)}]"
+        L.append(f"{ind}r{r} = {tname(red.dtype)}(acc)")
+        em.override[id(red)] = f"r{r}"
+        done.add(id(red))
+    hoist()
+    stmts = []
+    if body.shape == shape:
+        i2 = inner_loops()
+        res = em.emit(body, full, stmts, {})
+        L.extend(i2 + st for st in stmts)
+        L.append(f"{i2}out[{', '.join(full)}] = {res}")
+    else:
+        idx = row_index(body, kept)
+        res = em.emit(body, idx, stmts, {})
+        L.extend(ind + st for st in stmts)
+        L.append(f"{ind}out[{', '.join(idx)}] = {res}")
+    em.override.clear()
+    return "\n".join(L)
+
+
 def generate(body: Node, kind: str, name: str, flat: bool) -> tuple[str, Emitter]:
     em = Emitter(body, "cpu")
-    fn = gen_reduce(em, body, name) if kind == "reduce" else gen_loop(em, body, name, flat)
+    gen = {"reduce": gen_reduce, "row": gen_row}.get(kind)
+    fn = gen(em, body, name) if gen else gen_loop(em, body, name, flat)
     return fn, em

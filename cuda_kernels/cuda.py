@@ -43,12 +43,12 @@ import time
 
 import numpy as np
 
-from ir import Buffer, Node
+from ir import Buffer, Node, toposort
 from ir.config import CONFIG
 from ir.interp import eval_node
 from ir.registry import OPS, reduce_identity
 from .backends import Gen, record_launch, reduce_launch_sizes
-from .cpu import acc_dtype, find_reduce, reduce_layout
+from .cpu import acc_dtype, find_reduce, reduce_layout, row_index, row_plan, row_ready
 from .emit import Emitter, tname, type_aliases
 
 HEADER = """import math
@@ -220,6 +220,89 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
     return _fix_0d("\n".join(L + F))
 
 
+def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
+    """One block per row (grid-stride over rows): each reduction is a strided pass of the
+    block's threads and a shared-memory tree whose result every thread reads; per-row values are
+    computed by every thread; the final pass writes the row. A stashed value is written and read
+    back by the same thread (same stride), so it needs no barrier."""
+    plan = row_plan(body)
+    shape, k = plan.shape, plan.nkept
+    p = len(shape)
+    j = [f"j{d}" for d in range(p)]
+    full, kept = tuple(j), tuple(j[:k])
+    sh_t = {NB_TYPES[acc_dtype(r).name] for r in plan.reds}
+    sh_name = {t: f"sh{n}" for n, t in enumerate(sorted(sh_t))}
+    base = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
+    L = ["@_jit", f"def {name}({', '.join(base + [f'm{d}' for d in range(p)])}):"]
+    L += [f"    {v} = cuda.shared.array({tpb}, {t})" for t, v in sh_name.items()]
+    L += ["    tid = cuda.threadIdx.x", f"    nrow = {' * '.join(f'm{d}' for d in range(k))}",
+          f"    nred = {' * '.join(f'm{d}' for d in range(k, p))}",
+          "    for o in range(cuda.blockIdx.x, nrow, cuda.gridDim.x):"]
+    ind = "        "
+    L += _unflatten("o", list(kept), [f"m{d}" for d in range(k)], ind)
+    done: set[int] = set()
+
+    def hoist() -> None:
+        for n in row_ready(em, plan, done):
+            stmts: list[str] = []
+            v = em.emit(n, row_index(n, kept), stmts, {})
+            L.extend(ind + st for st in stmts)
+            em.override[id(n)] = v
+
+    def strided() -> str:
+        L.append(f"{ind}for r in range(tid, nred, {tpb}):")
+        L.extend(_unflatten("r", list(j[k:]), [f"m{d}" for d in range(k, p)], ind + "    "))
+        return ind + "    "
+
+    for r, red in enumerate(plan.reds):
+        hoist()
+        acc_t = tname(acc_dtype(red))
+        combine = OPS[red.op].combine
+        em._need(combine)
+        shv = sh_name[NB_TYPES[acc_dtype(red).name]]
+
+        def comb(a: str, b: str) -> str:
+            return f"{acc_t}({combine.replace('(acc, v)', f'({a}, {b})').replace('acc', a).replace(' v)', f' {b})')})"
+
+        L.append(f"{ind}acc = {acc_t}({_ident(red)})")
+        i2 = strided()
+        stmts: list[str] = []
+        memo: dict = {}
+        stashed = plan.stash is not None and id(plan.stash) not in em.override and \
+            any(m is plan.stash for m in toposort([red.inputs[0]]))
+        if stashed:
+            sv = em.emit(plan.stash, full, stmts, memo)
+            stmts.append(f"out[{', '.join(full)}] = {sv}")
+        v = em.emit(red.inputs[0], full, stmts, memo)
+        L.extend(i2 + st for st in stmts)
+        L.append(f"{i2}acc = {comb('acc', v)}")
+        if stashed:
+            em.override[id(plan.stash)] = f"out[{', '.join(full)}]"
+        L += [f"{ind}{shv}[tid] = acc", f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}",
+              f"{ind}while s > 0:", f"{ind}    if tid < s:",
+              f"{ind}        {shv}[tid] = {comb(f'{shv}[tid]', f'{shv}[tid + s]')}",
+              f"{ind}    cuda.syncthreads()", f"{ind}    s //= 2",
+              f"{ind}r{r} = {tname(red.dtype)}({shv}[0])",
+              f"{ind}cuda.syncthreads()"]  # all threads read [0] before the next pass writes
+        em.override[id(red)] = f"r{r}"
+        done.add(id(red))
+    hoist()
+    stmts = []
+    if body.shape == shape:
+        i2 = strided()
+        res = em.emit(body, full, stmts, {})
+        L.extend(i2 + st for st in stmts)
+        L.append(f"{i2}out[{', '.join(full)}] = {res}")
+    else:
+        idx = row_index(body, kept)
+        res = em.emit(body, idx, stmts, {})
+        L.append(f"{ind}if tid == 0:")
+        L.extend(ind + "    " + st for st in stmts)
+        L.append(f"{ind}    out[{', '.join(idx)}] = {res}")
+    em.override.clear()
+    return "\n".join(L)
+
+
 # ---------------------------------------------------------------------------- library kernels
 
 def gen_strided_copy(rank: int, name: str) -> str:
@@ -374,6 +457,8 @@ class CudaBackend:
         if kind == "reduce":
             src = gen_reduce(em, body, name, _tpb())
             meta = {"fin": name + "_fin"}
+        elif kind == "row":
+            src, meta = gen_row(em, body, name, _tpb()), {}
         else:
             src = gen_loop(em, body, name, flat)
             meta = {}
@@ -475,7 +560,7 @@ class CudaBackend:
         params = [p.reshape(1) if p.ndim == 0 else p for p in params]
         target = out.reshape(1) if out.ndim == 0 else out
         fn = kernel.fn
-        fin = None if kernel.kind == "loop" else _fin_of(kernel)
+        fin = _fin_of(kernel) if kernel.kind == "reduce" else None
         sig = (kernel.name, target.dtype.str, target.ndim) + \
             tuple((p.dtype.str, p.ndim) for p in params)
         before, compiled = self._compiled([f for f in (fn, fin) if f is not None], sig)
@@ -488,6 +573,11 @@ class CudaBackend:
             total = _math.prod(sizes)
             if total:
                 fn[self._blocks(total, tpb), tpb](target, *params, *consts, *sizes)
+        elif kernel.kind == "row":
+            plan = row_plan(body)
+            nrow = _math.prod(plan.shape[:plan.nkept])
+            if nrow:
+                fn[self._blocks(nrow, 1), tpb](target, *params, *consts, *plan.shape)
         else:
             m, _ = reduce_launch_sizes(body)
             red = find_reduce(body)
@@ -651,6 +741,8 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     names = [kernel.name]
     if kernel.kind == "loop":
         sig += [numba.int64] * max(rank, 1)
+    elif kernel.kind == "row":
+        sig += [numba.int64] * len(row_plan(body).shape)
     else:
         red = find_reduce(body)
         pv_t = red.inputs[0].dtype if red.op in ("argmax", "argmin") else acc_dtype(red)

@@ -98,6 +98,11 @@ class Emitter:
             xi = tuple("0" if x.shape[j] == 1 and n.shape[lead + j] != 1 else idx[lead + j]
                        for j in range(x.ndim))
             res = self.emit(x, xi, out, memo)
+        elif op == "reshape":  # only unit-axis reshapes reach a fusion body
+            x = n.inputs[0]
+            keep = iter([i for i, d in zip(idx, n.shape) if d != 1])
+            xi = tuple("0" if d == 1 else next(keep) for d in x.shape)
+            res = self.emit(x, xi, out, memo)
         elif op == "transpose":
             perm = n.attr("perm")
             xi = [""] * n.ndim

@@ -296,6 +296,11 @@ def _reshape_shape(shapes, attrs):
     return tuple(attrs["shape"])
 
 
+def unit_reshape(src: tuple, dst: tuple) -> bool:
+    """A reshape that only inserts or drops length-1 axes: an index remap, no data movement."""
+    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+
+
 def slice_len(start: int, stop: int, step: int) -> int:
     return len(range(start, stop, step))
 

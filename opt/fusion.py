@@ -1,17 +1,29 @@
-"""Instruction fusion: elementwise chains (with broadcasts and transposes as index remaps) become
-one loop kernel; elementwise producers fuse into the input of a reduction and elementwise
-consumers into its store.
+"""Instruction fusion: elementwise chains (with broadcasts, transposes and unit-axis reshapes as
+index remaps) become one loop kernel; elementwise producers fuse into the input of a reduction and
+elementwise consumers into its store. Reductions over the trailing axes whose results come back to
+the rows through keepdims broadcasts (softmax, normalization) fuse with their producers and
+consumers into one row kernel.
 
 The result is XLA-style: each group becomes a `fusion` node whose `body` attribute is the group's
 own small graph over `param` nodes, and whose inputs are the values the group reads.
 """
 from __future__ import annotations
 
-from ir import Node, make, toposort, users
-from ir.registry import OPS, Kind
+import math
 
-_REMAPS = ("broadcast_to", "transpose")
+from ir import Node, make, toposort, users
+from ir.registry import OPS, Kind, unit_reshape
+
 MAX_GROUP = 64
+# A row kernel runs each row in one thread (one block on cuda): worth it with enough rows to
+# spread, or rows short enough that one worker finishes them quickly.
+ROW_MIN_ROWS = 16
+ROW_MAX_LEN = 1 << 14
+
+
+def is_remap(n: Node) -> bool:
+    return n.op in ("broadcast_to", "transpose") or \
+        (n.op == "reshape" and unit_reshape(n.inputs[0].shape, n.shape))
 
 
 def has_kernel(n: Node) -> bool:
@@ -23,7 +35,7 @@ def has_kernel(n: Node) -> bool:
             d.template(tuple(i.dtype for i in n.inputs), n.dtype, "cpu") is not None
     if d.kind is Kind.REDUCE:
         return n.inputs[0].dtype.kind in "biuf" and n.inputs[0].dtype.itemsize != 2
-    if n.op in _REMAPS:
+    if is_remap(n):
         return n.dtype.kind in "biuf" and n.dtype.itemsize != 2
     return False
 
@@ -34,18 +46,67 @@ def is_reduce(n: Node) -> bool:
 
 def _free_remap(n: Node) -> bool:
     """Index remaps of leaves are recomputed per use instead of materialized."""
-    while n.op in _REMAPS:
+    while is_remap(n):
         n = n.inputs[0]
     return n.op in ("input", "const")
+
+
+def _above(members: list[Node]) -> set[int]:
+    """Members that read a reduction of the group (directly or through other members)."""
+    above: set[int] = set()
+    for m in members:
+        if any(is_reduce(i) or id(i) in above for i in m.inputs):
+            above.add(id(m))
+    return above
+
+
+def row_layout(members: list[Node], root: Node) -> tuple[tuple, tuple] | None:
+    """(row domain shape, reduced axes) when the group can run as one row kernel: every
+    reduction reduces the same trailing axes of the same shape, and reduced values come back
+    to the rows only through keepdims broadcasts."""
+    reds = [m for m in members if is_reduce(m)]
+    if not reds or any(r.op in ("argmax", "argmin") for r in reds):
+        return None
+    shape, axes = reds[0].inputs[0].shape, reds[0].attr("axes")
+    k = len(shape) - len(axes)
+    if k == 0 or axes != tuple(range(k, len(shape))) or \
+            any(r.inputs[0].shape != shape or r.attr("axes") != axes for r in reds):
+        return None
+    kept, ones = shape[:k], (1,) * len(axes)
+    if math.prod(kept) < ROW_MIN_ROWS and math.prod(shape[k:]) > ROW_MAX_LEN:
+        return None
+    rowshapes = (kept, kept + ones)  # values computed once per row
+    if root.shape != shape and root.shape not in rowshapes:
+        return None
+    above = _above(members)
+    for m in members:
+        if id(m) not in above or is_reduce(m):
+            continue
+        if m.op == "reshape":
+            ok = m.inputs[0].shape in rowshapes and m.shape in rowshapes
+        elif m.op == "broadcast_to":
+            ok = m.inputs[0].shape in rowshapes and m.shape == shape
+        else:
+            ok = m.op != "transpose" and (m.shape == shape or m.shape in rowshapes)
+        if not ok:
+            return None
+    return shape, axes
+
+
+def needs_row(members: list[Node]) -> bool:
+    """Several reductions, or a reduced value read back at row positions."""
+    if sum(is_reduce(m) for m in members) > 1:
+        return True
+    above = _above(members)
+    return any(is_remap(m) for m in members if id(m) in above)
 
 
 def fusion(roots: list[Node]) -> list[Node]:
     order = toposort(roots)
     use = users(order)
-    root_ids = {id(r) for r in roots}
     fusible = {id(n): has_kernel(n) for n in order}
 
-    mat: set[int] = set(root_ids)
+    mat: set[int] = {id(r) for r in roots}
     for n in order:
         if not n.inputs:
             continue
@@ -54,31 +115,36 @@ def fusion(roots: list[Node]) -> list[Node]:
             mat.add(id(n))
         elif any(not fusible[id(u)] for u in us):
             mat.add(id(n))
-        elif is_reduce(n) and any(OPS[u.op].kind is not Kind.ELEMENTWISE for u in us):
+        elif is_reduce(n) and any(OPS[u.op].kind is not Kind.ELEMENTWISE and not is_remap(u)
+                                  for u in us):
             mat.add(id(n))
 
     while True:
         # A value read by two groups is materialized (only the topmost shared value: below it
         # the groups no longer overlap). Index remaps are recomputed, never shared. One
-        # reduction per group: the deeper ones are materialized.
+        # reduction per group, unless the group is a row kernel: the deeper ones are
+        # materialized. A materialized reshape is a view of its materialized input.
         extra, owner, shared = set(), {}, set()
         for n in reversed(order):
-            if id(n) in mat and fusible[id(n)]:
+            if id(n) in mat and n.op == "reshape":
+                extra.add(id(n.inputs[0]))
+            elif id(n) in mat and fusible[id(n)]:
                 members = _group(n, mat)
                 reds = [m for m in members if is_reduce(m)]
-                extra.update(id(r) for r in reds[:-1])
-                if reds:  # the epilogue runs at the reduction's output index: no remaps
+                if reds and needs_row(members) and row_layout(members, n) is None:
+                    extra.update(id(r) for r in reds[:-1])
+                    # the epilogue runs at the reduction's output index: no remaps
                     above = {id(reds[-1])}
                     for m in members:
                         if any(id(i) in above for i in m.inputs):
                             above.add(id(m))
-                            if m.op in _REMAPS:
+                            if is_remap(m):
                                 extra.add(id(m.inputs[0]))
-                compute = [m for m in members if m.op not in _REMAPS and m is not n]
+                compute = [m for m in members if not is_remap(m) and m is not n]
                 if len(compute) >= MAX_GROUP:  # bound kernel size and compile time
                     extra.add(id(compute[len(compute) // 2]))
                 for m in members:
-                    if m is not n and m.op not in _REMAPS:
+                    if m is not n and not is_remap(m):
                         if owner.setdefault(id(m), id(n)) != id(n):
                             shared.add(id(m))
         for n in order:
@@ -94,7 +160,7 @@ def fusion(roots: list[Node]) -> list[Node]:
             new[id(n)] = n
         elif id(n) not in mat:
             continue
-        elif not fusible[id(n)]:
+        elif not fusible[id(n)] or n.op == "reshape":
             ins = tuple(_external(i, new) for i in n.inputs)
             new[id(n)] = n if all(a is b for a, b in zip(ins, n.inputs)) else \
                 make(n.op, ins, n.shape, n.dtype, n.attrs)
@@ -115,7 +181,7 @@ def _external(i: Node, new: dict[int, Node]) -> Node:
 def _group(root: Node, mat: set[int]) -> list[Node]:
     """Nodes of root's group, inputs before users (the reduce nearest the root comes last)."""
     return toposort([root], lambda i: (id(i) not in mat and i.op not in ("input", "const")) or
-                    (i.op in _REMAPS and _free_remap(i)))
+                    (is_remap(i) and _free_remap(i)))
 
 
 def _make_fusion(root: Node, mat: set[int], new: dict[int, Node]) -> Node:
@@ -141,5 +207,8 @@ def _make_fusion(root: Node, mat: set[int], new: dict[int, Node]) -> Node:
                 ins.append(param_for(i))
         body[id(m)] = make(m.op, tuple(ins), m.shape, m.dtype, m.attrs)
     b = body[id(root)]
-    kind = "reduce" if any(is_reduce(m) for m in toposort([b])) else "loop"
+    group = toposort([b])
+    kind = "loop"
+    if any(is_reduce(m) for m in group):
+        kind = "row" if needs_row(group) else "reduce"
     return make("fusion", tuple(ext), root.shape, root.dtype, (("body", b), ("kind", kind)))

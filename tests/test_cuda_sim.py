@@ -222,3 +222,23 @@ def test_a_device_result_feeds_the_cpu_backend():
     b = tracer.evaluate(a * 2)
     with context(backend="cpu"):
         _check(b + a, h * 3)
+
+
+# ---------------------------------------------------------------- row kernels
+
+def _softmax(xp, x):
+    e = xp.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def test_row_kernels_softmax_logsumexp_layernorm(no_host):
+    h = _rand((3, 40))  # 40 > 32 threads: each thread strides over the row
+    x = np.asarray(h)
+    _check(_softmax(np, x), _softmax(numpy, h))
+    _check(x.max(1) + np.log(np.exp(x - x.max(1)[:, None]).sum(1)),
+           h.max(1) + numpy.log(numpy.exp(h - h.max(1)[:, None]).sum(1)), rtol=1e-5)
+    mu = x.mean(1, keepdims=True)
+    hmu = h.mean(1, keepdims=True)
+    _check((x - mu) / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + 1e-5),
+           (h - hmu) / numpy.sqrt(((h - hmu) ** 2).mean(1, keepdims=True) + 1e-5), rtol=1e-5)
+    assert [k.kind for k in tracer.explain(_softmax(np, x)).kernels] == ["row"]

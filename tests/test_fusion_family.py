@@ -1,0 +1,124 @@
+"""The fusion family: row kernels (reduce-then-broadcast), on the cpu backend, against NumPy,
+with kernel-count structure checks."""
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import tracer
+import tracer.numpy as np
+from ir import toposort
+from ir.config import context
+
+
+def _softmax(xp, x, axis=-1):
+    e = xp.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def _logsumexp(xp, x):
+    m = x.max(1)
+    return m + xp.log(xp.exp(x - m[:, None]).sum(1))
+
+
+def _layernorm(xp, x):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / xp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+
+def _log_softmax(xp, x):
+    m = x.max(1, keepdims=True)
+    return x - m - xp.log(xp.exp(x - m).sum(1, keepdims=True))
+
+
+PROGRAMS = {"softmax": _softmax, "logsumexp": _logsumexp, "layernorm": _layernorm,
+            "log_softmax": _log_softmax}
+
+
+def _kinds(*arrays):
+    return [k.kind for k in tracer.explain(*arrays).kernels]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_row_programs_are_one_kernel_and_match_numpy(name, dtype, rng):
+    f = PROGRAMS[name]
+    h = rng.standard_normal((20, 37)).astype(dtype)
+    got = f(np, np.asarray(h))
+    assert _kinds(got) == ["row"]
+    want = f(numpy, h)
+    r = numpy.asarray(got)
+    assert r.dtype == want.dtype and r.shape == want.shape
+    numpy.testing.assert_allclose(r, want, rtol=2e-6 if dtype == numpy.float32 else 1e-12,
+                                  atol=1e-6)
+
+
+def test_softmax_stashes_exp_instead_of_recomputing_it(rng):
+    x = np.asarray(rng.standard_normal((20, 37)).astype(numpy.float32))
+    src = tracer.explain(_softmax(np, x)).kernels[0].source
+    assert src.count("math.exp") == 1  # the final pass reads the stored exp back from out
+
+
+def test_row_kernel_with_nan_inf_and_batch_axes(rng):
+    h = rng.standard_normal((3, 4, 9)).astype(numpy.float32)
+    h[0, 1, 2] = numpy.nan
+    h[1, 2, :] = -numpy.inf
+    h[2, 0, 3] = numpy.inf
+    with numpy.errstate(all="ignore"):
+        want = _softmax(numpy, h)
+        got = numpy.asarray(_softmax(np, np.asarray(h)))
+    numpy.testing.assert_allclose(got, want, rtol=2e-6, equal_nan=True)
+
+
+def test_two_trailing_axes_reduce_in_one_row_kernel(rng):
+    h = rng.standard_normal((20, 3, 5)).astype(numpy.float32)
+    x = np.asarray(h)
+    got = x / x.sum((1, 2), keepdims=True) - x.max((1, 2), keepdims=True)
+    assert _kinds(got) == ["row"]
+    numpy.testing.assert_allclose(numpy.asarray(got),
+                                  h / h.sum((1, 2), keepdims=True) - h.max((1, 2), keepdims=True),
+                                  rtol=2e-6, atol=1e-6)
+
+
+def test_leading_axis_normalization_is_not_a_row_kernel(rng):
+    """Reductions over leading axes keep column kernels (rows read contiguously)."""
+    h = rng.standard_normal((40, 6)).astype(numpy.float32)
+    x = np.asarray(h)
+    got = (x - x.mean(0)) / x.std(0)
+    assert "row" not in _kinds(got)
+    numpy.testing.assert_allclose(numpy.asarray(got), (h - h.mean(0)) / h.std(0), rtol=1e-5)
+
+
+def test_one_long_row_is_not_serialized(rng):
+    """A few very long rows stay parallel reductions instead of one-thread row kernels."""
+    h = rng.standard_normal((2, 20000)).astype(numpy.float32)
+    got = _softmax(np, np.asarray(h))
+    assert "row" not in _kinds(got)
+    numpy.testing.assert_allclose(numpy.asarray(got), _softmax(numpy, h), rtol=2e-6, atol=1e-9)
+
+
+def test_integer_row_reductions_keep_numpy_dtypes(rng):
+    h = rng.integers(-50, 50, (20, 7)).astype(numpy.int16)
+    x = np.asarray(h)
+    got = x - x.max(1, keepdims=True) + x.sum(1, keepdims=True)
+    want = h - h.max(1, keepdims=True) + h.sum(1, keepdims=True)
+    assert _kinds(got) == ["row"]
+    r = numpy.asarray(got)
+    assert r.dtype == want.dtype
+    numpy.testing.assert_array_equal(r, want)
+
+
+def test_row_kernel_disabled_fusion_still_matches(rng):
+    h = rng.standard_normal((20, 37)).astype(numpy.float32)
+    with context(disable_passes={"fusion"}):
+        got = numpy.asarray(_softmax(np, np.asarray(h)))
+    numpy.testing.assert_allclose(got, _softmax(numpy, h), rtol=2e-6)
+
+
+def test_keepdims_reshape_is_a_remap_not_a_copy(rng):
+    h = rng.standard_normal((20, 37)).astype(numpy.float32)
+    x = np.asarray(h)
+    plan = tracer.explain(x / x.sum(1, keepdims=True))
+    after = toposort(plan.graph_after.roots)
+    assert not [n for n in after if n.op == "reshape"]
+    assert plan.peak_bytes == 0
