@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench.ablation`, `python bench/bench_foundation.py`."""
