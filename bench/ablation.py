@@ -93,7 +93,7 @@ class Program:
     shapes: Callable[[dict], list[tuple[int, ...]]]
 
 
-FULL = dict(r=8192, c=1024, n=1024, p=4096, q=512, d=16, e=1 << 23, i=256, h=512, o=64, k=2048)
+FULL = dict(r=16384, c=1024, n=1536, p=4096, q=512, d=16, e=1 << 24, i=256, h=512, o=64, k=4096)
 QUICK = dict(r=6, c=8, n=5, p=6, q=4, d=3, e=32, i=4, h=6, o=3, k=6)
 
 PROGRAMS: dict[str, Program] = {
@@ -266,7 +266,7 @@ def _pick(arg: str | None, known: list[str], what: str) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one timed call")
-    ap.add_argument("--repeat", type=int, default=None, help="timed calls (default 5, quick 1)")
+    ap.add_argument("--repeat", type=int, default=None, help="timed calls (default 7, quick 1)")
     ap.add_argument("--programs", help="comma-separated program names (default: all)")
     ap.add_argument("--passes", help="comma-separated pass names (default: all of PIPELINE)")
     ap.add_argument("--out", type=Path, help="also write the table as Markdown to this file")
@@ -274,7 +274,7 @@ def main(argv=None) -> int:
     pipeline_names = list(dict.fromkeys(name for name, _fn, _why in opt.PIPELINE))
     passes = _pick(args.passes, pipeline_names, "passes")
     programs = _pick(args.programs, list(PROGRAMS), "programs")
-    repeat = args.repeat or (1 if args.quick else 5)
+    repeat = args.repeat or (1 if args.quick else 7)
     sizes = QUICK if args.quick else FULL
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
 
