@@ -213,19 +213,26 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
              blocked) -> list[str]:
     """The innermost axis is kept: run it innermost, accumulating a chunk of columns at once,
     so rows are read contiguously (a column sum otherwise strides through memory). Chunks of
-    the last axis run in parallel; float sums add blocks of BLOCK rows before the total."""
+    the last axis (times the first kept axis) run in parallel; float sums add blocks of BLOCK
+    rows before the total."""
     last = kept[-1]
     jl = j[last]
     stmts: list[str] = []
     v = em.emit(src, tuple(j), stmts, {})
     ident = _ident_literal(red)
-    L = [f"    nb = (m{last} + {BLOCK} - 1) // {BLOCK}", "    for b in prange(nb):",
-         f"        lo = b * {BLOCK}", f"        hi = min(lo + {BLOCK}, m{last})",
-         f"        acc = np.empty({BLOCK}, {acc_t})"]
+    # parallel over (first kept axis) x (column blocks): a few columns still spread
+    L = [f"    nb = (m{last} + {BLOCK} - 1) // {BLOCK}"]
+    if len(kept) > 1:
+        k0 = kept[0]
+        L += [f"    for t in prange(m{k0} * nb):", f"        {j[k0]} = t // nb", "        b = t % nb"]
+    else:
+        L.append("    for b in prange(nb):")
+    L += [f"        lo = b * {BLOCK}", f"        hi = min(lo + {BLOCK}, m{last})",
+          f"        acc = np.empty({BLOCK}, {acc_t})"]
     if blocked:
         L.append(f"        blk = np.empty({BLOCK}, {acc_t})")
     ind = "        "
-    for k in kept[:-1]:
+    for k in kept[1:-1]:
         L.append(f"{ind}for {j[k]} in range(m{k}):")
         ind += "    "
     L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    acc[{jl} - lo] = {acc_t}({ident})"]

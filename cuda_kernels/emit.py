@@ -29,6 +29,13 @@ def type_aliases() -> str:
     return "\n".join(f"{v} = np.{'bool_' if k == 'bool' else k}" for k, v in TYPE_NAMES.items())
 
 
+def literal(v) -> str:
+    """Python source for a scalar (infinities through math)."""
+    if isinstance(v, float) and v in (float("inf"), float("-inf")):
+        return "math.inf" if v > 0 else "-math.inf"
+    return repr(v)
+
+
 def _abs_shape(shape) -> str:
     return ",".join("1" if d == 1 else "n" for d in shape)
 
@@ -103,6 +110,16 @@ class Emitter:
             keep = iter([i for i, d in zip(idx, n.shape) if d != 1])
             xi = tuple("0" if d == 1 else next(keep) for d in x.shape)
             res = self.emit(x, xi, out, memo)
+        elif op == "chunk":  # x[q*m + r] inside the axis, the fill value past its end
+            x, n_len, m_len = n.inputs
+            ax = n.attr("axis")
+            nv, mv = self.emit(n_len, (), out, memo), self.emit(m_len, (), out, memo)
+            flat = self.fresh()
+            out.append(f"{flat} = {idx[ax]} * {mv} + {idx[ax + 1]}")
+            xi = idx[:ax] + (f"min({flat}, {nv} - 1)",) + idx[ax + 2:]
+            v = self.emit(x, xi, out, memo)
+            res = self.fresh()
+            out.append(f"{res} = {v} if {flat} < {nv} else {tname(n.dtype)}({literal(n.attr('fill'))})")
         elif op == "transpose":
             perm = n.attr("perm")
             xi = [""] * n.ndim

@@ -22,7 +22,7 @@ ROW_MAX_LEN = 1 << 14
 
 
 def is_remap(n: Node) -> bool:
-    return n.op in ("broadcast_to", "transpose") or \
+    return n.op in ("broadcast_to", "transpose", "chunk") or \
         (n.op == "reshape" and unit_reshape(n.inputs[0].shape, n.shape))
 
 

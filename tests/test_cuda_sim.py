@@ -242,3 +242,14 @@ def test_row_kernels_softmax_logsumexp_layernorm(no_host):
     _check((x - mu) / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + 1e-5),
            (h - hmu) / numpy.sqrt(((h - hmu) ** 2).mean(1, keepdims=True) + 1e-5), rtol=1e-5)
     assert [k.kind for k in tracer.explain(_softmax(np, x)).kernels] == ["row"]
+
+
+def test_tree_reduction_chunk_remap_runs_on_the_device(no_host, monkeypatch):
+    from opt import tree_reduction as tr
+    monkeypatch.setattr(tr, "TREE_MIN", 8)
+    h = _rand((41, 3))
+    x = np.asarray(h)
+    plan = tracer.explain((x * x).sum(0))
+    assert len(plan.kernels) == 2
+    _check((x * x).sum(0), (h * h).sum(0), rtol=1e-5)
+    _check(x.max(0), h.max(0))
