@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ir import Node, toposort
-from ir.registry import OPS, reduce_identity
+from ir.registry import CHEAP_OPS, OPS, reduce_identity
 from .emit import Emitter, tname
 
 BLOCK = 1024
@@ -274,13 +274,6 @@ def _combine(combine: str, v: str) -> str:
 
 # ---------------------------------------------------------------- row kernels
 
-# Ops whose recomputation is cheaper than a store and a load.
-CHEAP = frozenset({"add", "subtract", "multiply", "negative", "positive", "absolute", "square",
-                   "maximum", "minimum", "fmax", "fmin", "cast", "where", "equal", "not_equal",
-                   "less", "less_equal", "greater", "greater_equal", "param", "const",
-                   "broadcast_to", "transpose", "reshape"})
-
-
 class RowPlan(NamedTuple):
     """A row kernel: reductions (in dependency order) over the trailing axes of `shape`; `rowvals`
     are values at the kept index computed once per row; `stash` is an expensive row-domain value
@@ -324,7 +317,7 @@ def row_plan(body: Node) -> RowPlan:
         for red in reds:
             for n in reversed(_reach(red.inputs[0], is_reduce)):
                 if id(n) in final and n.shape == shape and n.dtype == body.dtype and \
-                        n is not body and any(m.op not in CHEAP for m in _reach(n, is_reduce)):
+                        n is not body and any(m.op not in CHEAP_OPS for m in _reach(n, is_reduce)):
                     stash = n
                     break
             if stash is not None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 from ir import Node, make, toposort, users
-from ir.registry import OPS, Kind, unit_reshape
+from ir.registry import CHEAP_OPS, OPS, Kind, unit_reshape
+from .rewrite import with_inputs
 
 MAX_GROUP = 64
 # A row kernel runs each row in one thread (one block on cuda): worth it with enough rows to
@@ -212,3 +213,73 @@ def _make_fusion(root: Node, mat: set[int], new: dict[int, Node]) -> Node:
     if any(is_reduce(m) for m in group):
         kind = "row" if needs_row(group) else "reduce"
     return make("fusion", tuple(ext), root.shape, root.dtype, (("body", b), ("kind", kind)))
+
+
+# ---------------------------------------------------------------- fusion merger
+
+def _body_nodes(f: Node) -> list[Node]:
+    return toposort([f.attr("body")])
+
+
+def _mergeable(f: Node, consumers: list[Node]) -> bool:
+    """A cheap loop fusion read only by other fusions merges into them when that moves no more
+    bytes: k consumers re-reading its inputs against writing it once and reading it k times."""
+    if f.attr("kind") != "loop" or not consumers or any(c.op != "fusion" for c in consumers):
+        return False
+    body = _body_nodes(f)
+    if any(n.op not in CHEAP_OPS for n in body):
+        return False
+    k = len({id(c) for c in consumers})
+    b_in = sum(i.nbytes for i in {id(i): i for i in f.inputs}.values())
+    if k * b_in > b_in + (k + 1) * f.nbytes:
+        return False
+    size = sum(not is_remap(n) and n.op not in ("param", "const") for n in body)
+    return all(size + sum(not is_remap(n) and n.op not in ("param", "const")
+                          for n in _body_nodes(c)) <= MAX_GROUP for c in consumers)
+
+
+def _inline(c: Node, merged: dict[int, Node]) -> Node:
+    """Consumer fusion c with every merged producer's body substituted for its param."""
+    ext: list[Node] = []
+    index: dict[int, int] = {}
+
+    def param(src: Node) -> Node:
+        if id(src) not in index:
+            index[id(src)] = len(ext)
+            ext.append(src)
+        return make("param", (), src.shape, src.dtype, (("index", index[id(src)]),))
+
+    def subst(body: Node, inputs: tuple[Node, ...]) -> Node:
+        new: dict[int, Node] = {}
+        for n in toposort([body]):
+            if n.op == "param":
+                src = inputs[n.attr("index")]
+                f = merged.get(id(src))
+                new[id(n)] = subst(f.attr("body"), f.inputs) if f is not None else param(src)
+            else:
+                new[id(n)] = with_inputs(n, tuple(new[id(i)] for i in n.inputs))
+        return new[id(body)]
+
+    body = subst(c.attr("body"), c.inputs)
+    return make("fusion", tuple(ext), c.shape, c.dtype, (("body", body), ("kind", c.attr("kind"))))
+
+
+def fusion_merger(roots: list[Node]) -> list[Node]:
+    order = toposort(roots)
+    use = users(order)
+    keep = {id(r) for r in roots}
+    merge = {id(f) for f in order if f.op == "fusion" and id(f) not in keep and
+             _mergeable(f, use[id(f)])}
+    if not merge:
+        return roots
+    new: dict[int, Node] = {}
+    merged: dict[int, Node] = {}
+    for n in order:
+        ins = tuple(new[id(i)] for i in n.inputs)
+        m = with_inputs(n, ins)
+        if m.op == "fusion" and any(id(i) in merged for i in m.inputs):
+            m = _inline(m, merged)
+        new[id(n)] = m
+        if id(n) in merge:
+            merged[id(m)] = m
+    return [new[id(r)] for r in roots]

@@ -122,3 +122,59 @@ def test_keepdims_reshape_is_a_remap_not_a_copy(rng):
     after = toposort(plan.graph_after.roots)
     assert not [n for n in after if n.op == "reshape"]
     assert plan.peak_bytes == 0
+
+
+# ---------------------------------------------------------------- fusion merger
+
+def _check_all(got, want):
+    for g, w in zip(got, want):
+        r = numpy.asarray(g)
+        assert r.dtype == w.dtype and r.shape == w.shape
+        numpy.testing.assert_allclose(r, w, rtol=2e-6, atol=1e-6)
+
+
+def _two_readers(xp, a, b):
+    y = a * b + 1
+    return (y * 2).sum(1), y.max(0)
+
+
+def test_cheap_shared_producer_merges_into_its_readers(rng):
+    ha, hb = (rng.standard_normal((20, 37)).astype(numpy.float32) for _ in range(2))
+    a, b = np.asarray(ha), np.asarray(hb)
+    plan = tracer.explain(*_two_readers(np, a, b))
+    assert len(plan.kernels) == 2 and plan.peak_bytes == 0
+    with context(disable_passes={"fusion_merger"}):
+        off = tracer.explain(*_two_readers(np, a, b))
+        assert len(off.kernels) == 3 and off.peak_bytes == ha.nbytes
+        _check_all(tracer.evaluate(*_two_readers(np, a, b)), _two_readers(numpy, ha, hb))
+    _check_all(tracer.evaluate(*_two_readers(np, a, b)), _two_readers(numpy, ha, hb))
+
+
+def test_expensive_shared_producer_is_computed_once(rng):
+    h = rng.standard_normal((20, 37)).astype(numpy.float32)
+    x = np.asarray(h)
+    y = np.exp(x) * 3
+    got = (y.sum(1), y.max(0))
+    assert len(tracer.explain(*got).kernels) == 3
+    _check_all(tracer.evaluate(*got), ((numpy.exp(h) * 3).sum(1), (numpy.exp(h) * 3).max(0)))
+
+
+def test_merge_that_would_read_more_bytes_is_not_done(rng):
+    """Four inputs read by each of three readers would move more than one written temporary."""
+    hs = [rng.standard_normal((20, 37)).astype(numpy.float32) for _ in range(4)]
+    a, b, c, d = (np.asarray(h) for h in hs)
+    y = a * b + c * d
+    got = (y.sum(1), y.max(1), y.min(0))
+    assert len(tracer.explain(*got).kernels) == 4
+    y0 = hs[0] * hs[1] + hs[2] * hs[3]
+    _check_all(tracer.evaluate(*got), (y0.sum(1), y0.max(1), y0.min(0)))
+
+
+def test_merged_producer_chain_into_row_kernel(rng):
+    h = rng.standard_normal((20, 37)).astype(numpy.float32)
+    x = np.asarray(h)
+    y = x * 2 - 1
+    got = (_softmax(np, y), y.sum(0))
+    want = (_softmax(numpy, h * 2 - 1), (h * 2 - 1).sum(0))
+    assert sorted(k.kind for k in tracer.explain(*got).kernels) == ["reduce", "row"]
+    _check_all(tracer.evaluate(*got), want)
