@@ -13,12 +13,15 @@ from ir import Node, format_graph, toposort, verify
 from ir.config import CONFIG
 from .fusion import fusion
 from .simplify import constant_folding, cse, dce, simplify
+from .sinking import sink_movement
 
 Pass = Callable[[list[Node]], list[Node]]
 
 PIPELINE: list[tuple[str, Pass, str]] = [
     ("simplify", simplify, "algebraic identities (x*1, -(-x), transpose pairs) shrink the graph"),
     ("constant_folding", constant_folding, "ops on constants become one constant"),
+    ("sink_movement", sink_movement,
+     "transposes and reshapes move past elementwise ops and into reductions: longer chains"),
     ("cse", cse, "one node per distinct computation, also for what rewrites created"),
     ("dce", dce, "a slice write overwritten by a later write of the same slice is dead"),
     ("fusion", fusion, "elementwise chains and reduction prologues/epilogues become one kernel"),
