@@ -90,18 +90,18 @@ class CpuBackend:
     def flatten(self, x):
         return x.reshape(-1)
 
-    def launch(self, kernel, body: Node, out, params: list, consts: list) -> None:
+    def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         fn = kernel.fn
         before = len(fn.signatures)
         hits = sum(fn.stats.cache_hits.values())
         t0 = time.perf_counter()
-        if kernel.kind == "loop":
-            fn(out, *params, *consts)
+        if kernel.kind in ("loop", "horizontal"):
+            fn(*outs, *params, *consts)
         elif kernel.kind == "row":
-            fn(out, *params, *consts, *cpu.row_plan(body).shape)
+            fn(*outs, *params, *consts, *cpu.row_plan(body).shape)
         else:
             m, ch = reduce_launch_sizes(body)
-            fn(out, *params, *consts, *m, ch)
+            fn(*outs, *params, *consts, *m, ch)
         new = len(fn.signatures) > before
         disk = new and sum(fn.stats.cache_hits.values()) > hits
         record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)

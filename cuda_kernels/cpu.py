@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ir import Node, toposort
-from ir.registry import CHEAP_OPS, OPS, reduce_identity
+from ir.registry import CHEAP_OPS, OPS, fusion_outputs, reduce_identity
 from .emit import Emitter, tname
 
 BLOCK = 1024
@@ -35,10 +35,14 @@ def find_reduce(body: Node) -> Node | None:
 
 
 def is_flat(body: Node) -> bool:
-    """Pure elementwise over same-shaped params: iterate as one flat loop when layouts allow."""
+    """Pure elementwise over same-shaped params and outputs: iterate as one flat loop when
+    layouts allow."""
+    shape = fusion_outputs(body)[0].shape
     nodes = toposort([body])
-    return all(n.op not in ("broadcast_to", "transpose", "reshape") and not is_reduce(n) and
-               (n.op != "param" or n.shape == body.shape) for n in nodes)
+    return all(n.op not in ("broadcast_to", "transpose", "reshape", "chunk") and
+               not is_reduce(n) and (n.op not in ("param", "tuple") or n.shape == shape)
+               for n in nodes if n is not body or n.op != "tuple") and \
+        all(o.shape == shape for o in fusion_outputs(body))
 
 
 def acc_dtype(red: Node) -> np.dtype:
@@ -59,25 +63,32 @@ def _ident_literal(red: Node) -> str:
 
 
 def signature_args(em: Emitter) -> list[str]:
-    return ["out"] + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
+    return em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
+
+
+def stores(em: Emitter, outs: list[Node], idx: tuple[str, ...], stmts: list[str],
+           memo: dict) -> list[str]:
+    """Compute every output in `outs` at idx (all loads first), then store each."""
+    ix = ", ".join(idx) if idx else "()"
+    vals = [em.emit(o, idx, stmts, memo) for o in outs]
+    return [f"{em.out_names[em.outputs.index(o)]}[{ix}] = {v}" for o, v in zip(outs, vals)]
 
 
 def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
-    rank = 1 if flat else body.ndim
+    rank = 1 if flat else em.outputs[0].ndim
     idx = tuple(f"i{k}" for k in range(rank))
     args = signature_args(em)
     lines = [f"def {name}({', '.join(args)}):"]
     for k in range(rank):
-        lines.append(f"    n{k} = out.shape[{k}]")
+        lines.append(f"    n{k} = {em.out_names[0]}.shape[{k}]")
     inner: list[str] = []
-    res = em.emit(body, idx, inner, {})
+    inner += stores(em, em.outputs, idx, inner, {})
     ind = "    "
     for k in range(rank):
         rng = "prange" if k == 0 else "range"
         lines.append(f"{ind}for i{k} in {rng}(n{k}):")
         ind += "    "
     lines += [ind + s for s in inner]
-    lines.append(f"{ind}out[{', '.join(idx) if idx else '()'}] = {res}")
     return "\n".join(lines)
 
 
@@ -277,12 +288,13 @@ def _combine(combine: str, v: str) -> str:
 class RowPlan(NamedTuple):
     """A row kernel: reductions (in dependency order) over the trailing axes of `shape`; `rowvals`
     are values at the kept index computed once per row; `stash` is an expensive row-domain value
-    that a reduction's pass stores into `out` for the final pass to read back."""
+    that a reduction's pass stores into output `stash_out` for the final pass to read back."""
     reds: list
     shape: tuple
     nkept: int
     rowvals: list
     stash: Node | None
+    stash_out: int
 
 
 def _reach(n: Node, stop) -> list[Node]:
@@ -310,19 +322,20 @@ def row_plan(body: Node) -> RowPlan:
     kept = shape[:k]
     rowshapes = (kept, kept + (1,) * (len(shape) - k))
     rowvals = [n for n in order if n.shape in rowshapes and not is_reduce(n) and
-               n.op not in ("param", "const", "broadcast_to", "transpose", "reshape")]
-    stash = None
-    if body.shape == shape:
-        final = {id(n) for n in _reach(body, is_reduce)}
-        for red in reds:
-            for n in reversed(_reach(red.inputs[0], is_reduce)):
-                if id(n) in final and n.shape == shape and n.dtype == body.dtype and \
-                        n is not body and any(m.op not in CHEAP_OPS for m in _reach(n, is_reduce)):
-                    stash = n
-                    break
-            if stash is not None:
-                break
-    return RowPlan(reds, shape, k, rowvals, stash)
+               n.op not in ("param", "const", "broadcast_to", "transpose", "reshape", "tuple")]
+    outs = fusion_outputs(body)
+    final = {id(n) for o in outs if o.shape == shape for n in _reach(o, is_reduce)}
+    for red in reds:
+        for n in reversed(_reach(red.inputs[0], is_reduce)):
+            if id(n) not in final or n.shape != shape or \
+                    all(m.op in CHEAP_OPS for m in _reach(n, is_reduce)):
+                continue
+            if n in outs:  # an output computed in a reduction's pass is stored there
+                return RowPlan(reds, shape, k, rowvals, n, outs.index(n))
+            for t, o in enumerate(outs):
+                if o.shape == shape and o.dtype == n.dtype:
+                    return RowPlan(reds, shape, k, rowvals, n, t)
+    return RowPlan(reds, shape, k, rowvals, None, -1)
 
 
 def row_ready(em: Emitter, plan: RowPlan, done: set[int]) -> list[Node]:
@@ -379,35 +392,52 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         memo: dict = {}
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
             any(m is plan.stash for m in _reach(red.inputs[0], is_reduce))
+        stash_at = f"{em.out_names[plan.stash_out]}[{', '.join(full)}]"
         if stashed:
-            sv = em.emit(plan.stash, full, stmts, memo)
-            stmts.append(f"out[{', '.join(full)}] = {sv}")
+            stmts.append(f"{stash_at} = {em.emit(plan.stash, full, stmts, memo)}")
         v = em.emit(red.inputs[0], full, stmts, memo)
         L.extend(i2 + st for st in stmts)
         L.append(f"{i2}acc = {acc_t}({_combine(combine, v)})")
         if stashed:
-            em.override[id(plan.stash)] = f"out[{', '.join(full)}]"
+            em.override[id(plan.stash)] = stash_at
         L.append(f"{ind}r{r} = {tname(red.dtype)}(acc)")
         em.override[id(red)] = f"r{r}"
         done.add(id(red))
     hoist()
-    stmts = []
-    if body.shape == shape:
+    for o in em.outputs:
+        if o.shape != shape:
+            stmts: list[str] = []
+            stmts += stores(em, [o], row_index(o, kept), stmts, {})
+            L.extend(ind + st for st in stmts)
+    wide = [o for o in em.outputs if o.shape == shape and
+            not (o is plan.stash and id(o) in em.override)]  # a stashed output is stored
+    if wide:
         i2 = inner_loops()
-        res = em.emit(body, full, stmts, {})
+        stmts = []
+        stmts += stores(em, wide, full, stmts, {})
         L.extend(i2 + st for st in stmts)
-        L.append(f"{i2}out[{', '.join(full)}] = {res}")
-    else:
-        idx = row_index(body, kept)
-        res = em.emit(body, idx, stmts, {})
-        L.extend(ind + st for st in stmts)
-        L.append(f"{ind}out[{', '.join(idx)}] = {res}")
     em.override.clear()
+    return "\n".join(L)
+
+
+def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
+    """Independent outputs of different shapes (horizontal fusion): one loop nest per output,
+    one after another in one function, so several small kernels cost one call."""
+    L = [f"def {name}({', '.join(signature_args(em))}):"]
+    for out, o in zip(em.out_names, em.outputs):
+        idx = tuple(f"i{k}" for k in range(o.ndim))
+        inner: list[str] = []
+        inner += stores(em, [o], idx, inner, {})
+        ind = "    "
+        for k in range(o.ndim):
+            L.append(f"{ind}for i{k} in {'prange' if k == 0 else 'range'}({out}.shape[{k}]):")
+            ind += "    "
+        L += [ind + s for s in inner]
     return "\n".join(L)
 
 
 def generate(body: Node, kind: str, name: str, flat: bool) -> tuple[str, Emitter]:
     em = Emitter(body, "cpu")
-    gen = {"reduce": gen_reduce, "row": gen_row}.get(kind)
+    gen = {"reduce": gen_reduce, "row": gen_row, "horizontal": gen_horizontal}.get(kind)
     fn = gen(em, body, name) if gen else gen_loop(em, body, name, flat)
     return fn, em

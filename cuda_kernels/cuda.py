@@ -48,7 +48,7 @@ from ir.config import CONFIG
 from ir.interp import eval_node
 from ir.registry import OPS, reduce_identity
 from .backends import Gen, record_launch, reduce_launch_sizes
-from .cpu import acc_dtype, find_reduce, reduce_layout, row_index, row_plan, row_ready
+from .cpu import acc_dtype, find_reduce, reduce_layout, row_index, row_plan, row_ready, stores
 from .emit import Emitter, tname, type_aliases
 
 HEADER = """import math
@@ -97,23 +97,41 @@ def _fix_0d(src: str) -> str:
 # ---------------------------------------------------------------------------- fusion kernels
 
 def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
-    rank = 1 if flat else body.ndim
+    rank = 1 if flat else em.outputs[0].ndim
     idx = tuple(f"i{k}" for k in range(rank))
-    args = ["out"] + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts] + \
+    args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts] + \
         [f"n{k}" for k in range(max(rank, 1))]
     inner: list[str] = []
-    res = em.emit(body, idx, inner, {})
+    inner += stores(em, em.outputs, idx, inner, {})
     L = ["@_jit", f"def {name}({', '.join(args)}):"]
     if rank == 0:
         L.append("    if cuda.grid(1) == 0:")
         L += ["        " + s for s in inner]
-        L.append(f"        out[0] = {res}")
         return _fix_0d("\n".join(L))
     total = " * ".join(f"n{k}" for k in range(rank))
     L.append(f"    for flat in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
     L += _unflatten("flat", list(idx), [f"n{k}" for k in range(rank)], "        ")
     L += ["        " + s for s in inner]
-    L.append(f"        out[{', '.join(idx)}] = {res}")
+    return _fix_0d("\n".join(L))
+
+
+def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
+    """Independent outputs of different shapes (horizontal fusion) in one launch: a grid-stride
+    loop per output, one after another; each output's sizes are read from its array."""
+    args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
+    L = ["@_jit", f"def {name}({', '.join(args)}):"]
+    for out, o in zip(em.out_names, em.outputs):
+        idx = tuple(f"i{k}" for k in range(o.ndim))
+        inner: list[str] = []
+        inner += stores(em, [o], idx, inner, {})
+        if o.ndim == 0:
+            L.append("    if cuda.grid(1) == 0:")
+            L += ["        " + s for s in inner]
+            continue
+        sizes = [f"{out}.shape[{k}]" for k in range(o.ndim)]
+        L.append(f"    for flat in range(cuda.grid(1), {out}.size, cuda.gridsize(1)):")
+        L += _unflatten("flat", list(idx), sizes, "        ")
+        L += ["        " + s for s in inner]
     return _fix_0d("\n".join(L))
 
 
@@ -232,7 +250,7 @@ def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
     full, kept = tuple(j), tuple(j[:k])
     sh_t = {NB_TYPES[acc_dtype(r).name] for r in plan.reds}
     sh_name = {t: f"sh{n}" for n, t in enumerate(sorted(sh_t))}
-    base = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
+    base = em.out_names + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
     L = ["@_jit", f"def {name}({', '.join(base + [f'm{d}' for d in range(p)])}):"]
     L += [f"    {v} = cuda.shared.array({tpb}, {t})" for t, v in sh_name.items()]
     L += ["    tid = cuda.threadIdx.x", f"    nrow = {' * '.join(f'm{d}' for d in range(k))}",
@@ -270,14 +288,14 @@ def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
         memo: dict = {}
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
             any(m is plan.stash for m in toposort([red.inputs[0]]))
+        stash_at = f"{em.out_names[plan.stash_out]}[{', '.join(full)}]"
         if stashed:
-            sv = em.emit(plan.stash, full, stmts, memo)
-            stmts.append(f"out[{', '.join(full)}] = {sv}")
+            stmts.append(f"{stash_at} = {em.emit(plan.stash, full, stmts, memo)}")
         v = em.emit(red.inputs[0], full, stmts, memo)
         L.extend(i2 + st for st in stmts)
         L.append(f"{i2}acc = {comb('acc', v)}")
         if stashed:
-            em.override[id(plan.stash)] = f"out[{', '.join(full)}]"
+            em.override[id(plan.stash)] = stash_at
         L += [f"{ind}{shv}[tid] = acc", f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}",
               f"{ind}while s > 0:", f"{ind}    if tid < s:",
               f"{ind}        {shv}[tid] = {comb(f'{shv}[tid]', f'{shv}[tid + s]')}",
@@ -287,18 +305,20 @@ def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
         em.override[id(red)] = f"r{r}"
         done.add(id(red))
     hoist()
-    stmts = []
-    if body.shape == shape:
-        i2 = strided()
-        res = em.emit(body, full, stmts, {})
-        L.extend(i2 + st for st in stmts)
-        L.append(f"{i2}out[{', '.join(full)}] = {res}")
-    else:
-        idx = row_index(body, kept)
-        res = em.emit(body, idx, stmts, {})
+    narrow = [o for o in em.outputs if o.shape != shape]
+    if narrow:
         L.append(f"{ind}if tid == 0:")
-        L.extend(ind + "    " + st for st in stmts)
-        L.append(f"{ind}    out[{', '.join(idx)}] = {res}")
+        for o in narrow:
+            stmts = []
+            stmts += stores(em, [o], row_index(o, kept), stmts, {})
+            L.extend(ind + "    " + st for st in stmts)
+    wide = [o for o in em.outputs if o.shape == shape and
+            not (o is plan.stash and id(o) in em.override)]  # a stashed output is stored
+    if wide:
+        i2 = strided()
+        stmts = []
+        stmts += stores(em, wide, full, stmts, {})
+        L.extend(i2 + st for st in stmts)
     em.override.clear()
     return "\n".join(L)
 
@@ -324,17 +344,21 @@ def gen_strided_copy(rank: int, name: str) -> str:
 
 
 def gen_matmul(dtype: np.dtype, name: str) -> str:
-    """Tiled shared-memory matmul: out[z] = a[z * sa] @ b[z * sb] on 3-D (batch, rows, cols)
-    arrays; TILE x TILE threads per block, output tiles on grid x, batch on grid z (both
-    grid-strided). Operands are cast to the result dtype (NumPy's loop), then accumulated in
-    float64 (floats), int64/uint64 (integers, same wrap-around) or int64 (bool: any(a and b))."""
+    """Tiled shared-memory matmul: out[z] = A[z] @ B[z] on 3-D (batch, rows, cols) arrays;
+    TILE x TILE threads per block, output tiles on grid x, batch on grid z (both grid-strided).
+    `ma`, `mb` are the operands' modes: bit 0 is the batch step (0: one matrix shared by the
+    batch), bit 1 says the operand is stored transposed (a as [k, m], b as [n, k], the dot's
+    `ta`/`tb`); a transposed operand's tile is loaded with the thread axes swapped, so it is read
+    in place and the reads stay coalesced. Operands are cast to the result dtype (NumPy's loop),
+    then accumulated in float64 (floats), int64/uint64 (integers, same wrap-around) or int64
+    (bool: any(a and b))."""
     dtype = np.dtype(dtype)
     acc = {"f": "float64", "i": "int64", "u": "uint64", "b": "int64"}[dtype.kind]
     acc_t, out_t = tname(np.dtype(acc)), tname(dtype)
     store = "acc != 0" if dtype.kind == "b" else f"{out_t}(acc)"
     T = TILE
     return f"""@_jit
-def {name}(out, a, b, sa, sb, M, N, K):
+def {name}(out, a, b, ma, mb, M, N, K):
     ta = cuda.shared.array(({T}, {T}), {NB_TYPES[acc]})
     tb = cuda.shared.array(({T}, {T}), {NB_TYPES[acc]})
     tx = cuda.threadIdx.x
@@ -342,17 +366,31 @@ def {name}(out, a, b, sa, sb, M, N, K):
     nbn = (N + {T - 1}) // {T}
     ntiles = ((M + {T - 1}) // {T}) * nbn
     for z in range(cuda.blockIdx.z, out.shape[0], cuda.gridDim.z):
+        za = z * (ma & 1)
+        zb = z * (mb & 1)
         for t in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-            row = (t // nbn) * {T} + ty
-            col = (t % nbn) * {T} + tx
+            r0 = (t // nbn) * {T}
+            c0 = (t % nbn) * {T}
+            row = r0 + ty
+            col = c0 + tx
             acc = {acc_t}(0)
             for k0 in range(0, K, {T}):
-                if row < M and k0 + tx < K:
-                    ta[ty, tx] = {acc_t}({out_t}(a[z * sa, row, k0 + tx]))
+                if ma & 2:
+                    if r0 + tx < M and k0 + ty < K:
+                        ta[tx, ty] = {acc_t}({out_t}(a[za, k0 + ty, r0 + tx]))
+                    else:
+                        ta[tx, ty] = {acc_t}(0)
+                elif row < M and k0 + tx < K:
+                    ta[ty, tx] = {acc_t}({out_t}(a[za, row, k0 + tx]))
                 else:
                     ta[ty, tx] = {acc_t}(0)
-                if col < N and k0 + ty < K:
-                    tb[ty, tx] = {acc_t}({out_t}(b[z * sb, k0 + ty, col]))
+                if mb & 2:
+                    if c0 + ty < N and k0 + tx < K:
+                        tb[tx, ty] = {acc_t}({out_t}(b[zb, c0 + ty, k0 + tx]))
+                    else:
+                        tb[tx, ty] = {acc_t}(0)
+                elif col < N and k0 + ty < K:
+                    tb[ty, tx] = {acc_t}({out_t}(b[zb, k0 + ty, col]))
                 else:
                     tb[ty, tx] = {acc_t}(0)
                 cuda.syncthreads()
@@ -459,6 +497,8 @@ class CudaBackend:
             meta = {"fin": name + "_fin"}
         elif kind == "row":
             src, meta = gen_row(em, body, name, _tpb()), {}
+        elif kind == "horizontal":
+            src, meta = gen_horizontal(em, body, name), {}
         else:
             src = gen_loop(em, body, name, flat)
             meta = {}
@@ -556,12 +596,13 @@ class CudaBackend:
         before = sum(len(getattr(f, "overloads", {}) or {}) for f in fns)
         return before, lambda: sum(len(getattr(f, "overloads", {}) or {}) for f in fns) > before
 
-    def launch(self, kernel, body: Node, out, params: list, consts: list) -> None:
+    def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         params = [p.reshape(1) if p.ndim == 0 else p for p in params]
-        target = out.reshape(1) if out.ndim == 0 else out
+        targets = [o.reshape(1) if o.ndim == 0 else o for o in outs]
+        out, target = outs[0], targets[0]
         fn = kernel.fn
         fin = _fin_of(kernel) if kernel.kind == "reduce" else None
-        sig = (kernel.name, target.dtype.str, target.ndim) + \
+        sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
         before, compiled = self._compiled([f for f in (fn, fin) if f is not None], sig)
         if CONFIG.cuda_sim:
@@ -572,12 +613,16 @@ class CudaBackend:
             sizes = (1,) if out.ndim == 0 or kernel.flat else tuple(out.shape)
             total = _math.prod(sizes)
             if total:
-                fn[self._blocks(total, tpb), tpb](target, *params, *consts, *sizes)
+                fn[self._blocks(total, tpb), tpb](*targets, *params, *consts, *sizes)
+        elif kernel.kind == "horizontal":
+            total = max(_math.prod(o.shape) for o in outs)
+            if total:
+                fn[self._blocks(total, tpb), tpb](*targets, *params, *consts)
         elif kernel.kind == "row":
             plan = row_plan(body)
             nrow = _math.prod(plan.shape[:plan.nkept])
             if nrow:
-                fn[self._blocks(nrow, 1), tpb](target, *params, *consts, *plan.shape)
+                fn[self._blocks(nrow, 1), tpb](*targets, *params, *consts, *plan.shape)
         else:
             m, _ = reduce_launch_sizes(body)
             red = find_reduce(body)
@@ -688,7 +733,9 @@ class CudaBackend:
 
     def _matmul(self, n: Node, args):
         a, b = (self.contiguous(x) for x in args)
-        M, K, N = n.inputs[0].shape[-2], n.inputs[0].shape[-1], n.inputs[1].shape[-1]
+        ta, tb = n.attr("ta", False), n.attr("tb", False)
+        M, N = n.shape[-2:]
+        K = n.inputs[0].shape[-2 if ta else -1]
         batch = tuple(n.shape[:-2])
         B = _math.prod(batch)
         out = self.empty(n.shape, n.dtype)
@@ -703,7 +750,7 @@ class CudaBackend:
         else:
             gz = min(B, 65535)
             grid = (max(1, min(tiles, self._blocks(1 << 40, 1) // gz)), 1, gz)
-        fn[grid, (TILE, TILE)](out.reshape((B, M, N)), a3, b3, sa, sb, M, N, K)
+        fn[grid, (TILE, TILE)](out.reshape((B, M, N)), a3, b3, sa | 2 * ta, sb | 2 * tb, M, N, K)
         return out
 
 
@@ -734,8 +781,8 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     mod = sys.modules[f"tracer_gen.{kernel.name}"]
     body = fusion.attr("body")
     em = Emitter(body, "cuda")
-    rank = 1 if kernel.flat else fusion.ndim
-    sig = [nb_array(fusion.dtype, rank)]
+    sig = [nb_array(o.dtype, 1 if kernel.flat else max(o.ndim, 1)) for o in em.outputs]
+    rank = 1 if kernel.flat else em.outputs[0].ndim
     sig += [nb_array(p.dtype, 1 if kernel.flat else p.ndim) for p in em.params]
     sig += [numba.from_dtype(c.dtype) for c in em.consts]
     names = [kernel.name]
@@ -743,7 +790,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
         sig += [numba.int64] * max(rank, 1)
     elif kernel.kind == "row":
         sig += [numba.int64] * len(row_plan(body).shape)
-    else:
+    elif kernel.kind == "reduce":  # (horizontal kernels take no size arguments)
         red = find_reduce(body)
         pv_t = red.inputs[0].dtype if red.op in ("argmax", "argmin") else acc_dtype(red)
         sig += [nb_array(pv_t, 2), nb_array(np.int64, 2)]

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from ir import Node, toposort
-from ir.registry import OPS, Kind
+from ir.registry import OPS, Kind, fusion_outputs
 from ir.scalar_lib import HELPERS
 
 _CALL = re.compile(r"\b(_\w+)\(")
@@ -71,6 +71,9 @@ class Emitter:
                                          .values(), key=lambda p: p.attr("index"))
         consts = [n for n in toposort([body]) if n.op == "const"]
         self.consts: list[Node] = list({id(c): c for c in consts}.values())
+        self.outputs: list[Node] = fusion_outputs(body)
+        self.out_names = ["out"] if body.op != "tuple" else \
+            [f"out{k}" for k in range(len(self.outputs))]
         self.helpers: set[str] = set()
         self.counter = 0
         self.override: dict[int, str] = {}

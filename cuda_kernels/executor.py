@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Buffer, Node, toposort
+from ir.registry import fusion_outputs
 from ir.stats import STATS
 from . import backends
 from .backends import const_value
@@ -40,7 +41,8 @@ def _contiguous_producer(n: Node) -> bool:
 
 def _flat(n: Node) -> bool:
     body = n.attr("body")
-    return is_flat(body) and n.ndim != 1 and all(_contiguous_producer(i) for i in n.inputs)
+    return n.attr("kind") == "loop" and is_flat(body) and fusion_outputs(body)[0].ndim != 1 and \
+        all(_contiguous_producer(i) for i in n.inputs)
 
 
 def lower(roots: list[Node], backend: str) -> Program:
@@ -48,11 +50,12 @@ def lower(roots: list[Node], backend: str) -> Program:
     kernels, kernel_of, interpreted = [], {}, []
     for n in order:
         if n.op == "fusion":
-            work = max(n.size, max((i.size for i in n.inputs), default=0))
+            work = max([o.size for o in fusion_outputs(n.attr("body"))] +
+                       [i.size for i in n.inputs])
             k = get_kernel(n.attr("body"), n.attr("kind"), backend, _flat(n), work >= PARALLEL_MIN)
             kernel_of[id(n)] = k
             kernels.append(k)
-        elif n.op not in ("input", "const") and n.op not in VIEW_OPS + LIBRARY_OPS:
+        elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
     peak, copied = plan_memory(roots, order)
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted)
@@ -100,6 +103,8 @@ def run(program: Program) -> list[Buffer]:
             vals[id(n)] = const_value(n)
         elif n.op == "fusion":
             vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs])
+        elif n.op == "output":
+            vals[id(n)] = vals[id(n.inputs[0])][n.attr("index")]
         else:
             if n.op not in VIEW_OPS + LIBRARY_OPS:
                 STATS.interpreted_nodes += 1
@@ -117,14 +122,15 @@ def run(program: Program) -> list[Buffer]:
 
 
 def _launch(be, kernel: Kernel, n: Node, params: list):
+    """Run a fusion kernel; a multi-output fusion returns the list of its outputs."""
     body = n.attr("body")
-    out = be.empty(n.shape, n.dtype)
+    outs = [be.empty(o.shape, o.dtype) for o in fusion_outputs(body)]
     if kernel.flat:
         params = [be.flatten(p if be.is_contiguous(p) else be.contiguous(p)) for p in params]
-        target = be.flatten(out)
+        targets = [be.flatten(o) for o in outs]
     else:
-        target = out
+        targets = outs
     from .emit import Emitter
     consts = [const_value(c) for c in Emitter(body, be.name).consts]
-    be.launch(kernel, body, target, params, consts)
-    return out
+    be.launch(kernel, body, targets, params, consts)
+    return outs if body.op == "tuple" else outs[0]

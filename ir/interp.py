@@ -14,6 +14,10 @@ def eval_node(n: Node, args: list[Any]) -> np.ndarray:
         return run_graph([n.attr("body")], params=args)[0]
     if n.op == "param":
         raise AssertionError("param outside a fusion body")
+    if n.op == "tuple":
+        return tuple(args)
+    if n.op == "output":
+        return args[0][n.attr("index")]
     attrs = dict(n.attrs)
     with np.errstate(all="ignore"):
         out = OPS[n.op].ref(*args, **attrs)

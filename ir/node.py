@@ -62,7 +62,7 @@ class Node:
 
 def short_dtype(dt: np.dtype) -> str:
     return {"float32": "f32", "float64": "f64", "bool": "b1", "complex64": "c64",
-            "complex128": "c128", "float16": "f16"}.get(dt.name, dt.name.replace("uint", "u").replace("int", "i"))
+            "complex128": "c128", "float16": "f16", "void0": "tuple"}.get(dt.name, dt.name.replace("uint", "u").replace("int", "i"))
 
 
 def short_type(n: Node) -> str:

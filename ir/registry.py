@@ -323,11 +323,44 @@ register(OpDef("reshape", Kind.MOVEMENT, 1, _reshape_shape, _same_dtype,
 register(OpDef("slice", Kind.MOVEMENT, 1, _slice_shape, _same_dtype, ref=_slice_ref))
 
 
+def _chunk_shape(shapes, attrs):
+    ax, (q, m) = attrs["axis"], attrs["split"]
+    if q * m < shapes[0][ax]:
+        raise ValueError(f"chunk {q}x{m} cannot hold axis {ax} of {shapes[0]}")
+    return shapes[0][:ax] + (q, m) + shapes[0][ax + 1:]
+
+
+def _chunk_ref(x, n, m, axis, split, fill):
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, split[0] * split[1] - x.shape[axis])
+    return np.pad(x, pad, constant_values=fill).reshape(
+        x.shape[:axis] + tuple(split) + x.shape[axis + 1:])
+
+
+# chunk(x, n, m): axis `axis` (length n) padded with `fill` to q*m and split into (q, m). The
+# lengths n and m are also 0-d int64 inputs, so kernels read them as arguments (sizes are never
+# constants in kernel source); the tree-reduction rewriter makes these.
+register(OpDef("chunk", Kind.MOVEMENT, 3, _chunk_shape, _same_dtype, ref=_chunk_ref))
+
+
 # ---------------------------------------------------------------- contraction, update, other
+
+# matmul: [.., m, k] @ [.., k, n] with broadcast batch dims. The attributes `ta`/`tb` (present
+# only when true) say an operand is stored transposed in its last two axes ([.., k, m] for `ta`):
+# the dot decomposer folds transposes into them, and BLAS and the cuda kernel read the operand
+# transposed, so no copy is made.
+
+def matrix_shape(shape: tuple, transposed: bool) -> tuple:
+    """The [.., rows, cols] an operand stands for (its last two axes swapped when transposed)."""
+    return tuple(shape[:-2]) + (shape[-1], shape[-2]) if transposed else tuple(shape)
+
 
 def _matmul_shape(shapes, attrs):
     a, b = shapes
-    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
+    a, b = matrix_shape(a, attrs.get("ta", False)), matrix_shape(b, attrs.get("tb", False))
+    if a[-1] != b[-2]:
         raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
     return tuple(np.broadcast_shapes(a[:-2], b[:-2])) + (a[-2], b[-1])
 
@@ -336,7 +369,12 @@ def _matmul_dtype(dts, attrs):
     return np.matmul.resolve_dtypes(tuple(dts) + (None,))[2]
 
 
-register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=np.matmul))
+def _matmul_ref(a, b, ta=False, tb=False):
+    # swapaxes is a view: np.matmul hands BLAS the transposed layout, no copy
+    return np.matmul(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b)
+
+
+register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=_matmul_ref))
 
 
 def _setslice_ref(base, value, slices):
@@ -364,6 +402,35 @@ def _concat_shape(shapes, attrs):
 
 register(OpDef("concatenate", Kind.OTHER, -1, _concat_shape, _same_dtype,
                ref=lambda *xs, axis: np.concatenate(xs, axis=axis)))
+
+
+# Multi-output fusions: a fusion whose body is a `tuple` of output values has the tuple type
+# (no shape, zero bytes); each result is read through an `output` node (attr `index`).
+TUPLE_DTYPE = np.dtype([])
+
+
+def _output_rule(*_):
+    raise AssertionError("an output's type is its fusion body's tuple element (see ir.verify)")
+
+
+register(OpDef("tuple", Kind.OTHER, -1, lambda s, a: (), lambda d, a: TUPLE_DTYPE,
+               ref=lambda *xs: tuple(xs)))
+register(OpDef("output", Kind.OTHER, 1, _output_rule, _output_rule,
+               ref=lambda t, index: t[index]))
+
+
+def fusion_outputs(body: "Any") -> list:
+    """The values a fusion body computes: the tuple's elements, or the body itself."""
+    return list(body.inputs) if body.op == "tuple" else [body]
+
+
+# Ops whose recomputation costs less than a store and a load: fusion may duplicate them, and a
+# row kernel recomputes them instead of stashing.
+CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "absolute",
+                       "square", "maximum", "minimum", "fmax", "fmin", "cast", "where", "equal",
+                       "not_equal", "less", "less_equal", "greater", "greater_equal",
+                       "logical_and", "logical_or", "logical_not", "param", "const",
+                       "broadcast_to", "transpose", "reshape", "chunk"})
 
 
 def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:

@@ -18,6 +18,11 @@ def verify(roots: list[Node] | tuple[Node, ...]) -> None:
             if body.shape != n.shape or body.dtype != n.dtype:
                 raise VerifyError(f"%{n.uid}: fusion type differs from its body")
             continue
+        if n.op == "output":
+            want = n.inputs[0].attr("body").inputs[n.attr("index")]
+            if want.shape != n.shape or want.dtype != n.dtype:
+                raise VerifyError(f"%{n.uid}: output type differs from its tuple element")
+            continue
         if op is None:
             raise VerifyError(f"%{n.uid}: unknown op {n.op!r}")
         if op.kind is Kind.LEAF:

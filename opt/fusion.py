@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ir import Node, make, toposort, users
-from ir.registry import CHEAP_OPS, OPS, Kind, unit_reshape
+from ir.registry import CHEAP_OPS, OPS, TUPLE_DTYPE, Kind, fusion_outputs, unit_reshape
 from .rewrite import with_inputs
 
 MAX_GROUP = 64
@@ -77,11 +77,11 @@ def row_layout(members: list[Node], root: Node) -> tuple[tuple, tuple] | None:
     if math.prod(kept) < ROW_MIN_ROWS and math.prod(shape[k:]) > ROW_MAX_LEN:
         return None
     rowshapes = (kept, kept + ones)  # values computed once per row
-    if root.shape != shape and root.shape not in rowshapes:
+    if any(o.shape != shape and o.shape not in rowshapes for o in fusion_outputs(root)):
         return None
     above = _above(members)
     for m in members:
-        if id(m) not in above or is_reduce(m):
+        if id(m) not in above or is_reduce(m) or m.op == "tuple":
             continue
         if m.op == "reshape":
             ok = m.inputs[0].shape in rowshapes and m.shape in rowshapes
@@ -283,3 +283,133 @@ def fusion_merger(roots: list[Node]) -> list[Node]:
         if id(n) in merge:
             merged[id(m)] = m
     return [new[id(r)] for r in roots]
+
+
+# ---------------------------------------------------------------- multi-output fusion
+
+def _outputs(f: Node) -> list[Node]:
+    return fusion_outputs(f.attr("body"))
+
+
+def _kind_of(body: Node) -> str | None:
+    """The kernel kind a (merged) body can run as, or None."""
+    nodes = toposort([body])
+    outs = fusion_outputs(body)
+    if not any(is_reduce(n) for n in nodes):
+        return "loop" if all(o.shape == outs[0].shape for o in outs) else None
+    return "row" if row_layout(nodes, body) is not None else None
+
+
+def _combine_bodies(parts: list[tuple[Node, tuple[Node, ...]]], inline: dict[int, Node]):
+    """One tuple body from several (body, inputs) parts; fusions in `inline` (by id of the
+    node a param reads) are computed in place of that param. Returns (body, inputs)."""
+    ext: list[Node] = []
+    index: dict[int, int] = {}
+
+    def param(src: Node) -> Node:
+        if id(src) not in index:
+            index[id(src)] = len(ext)
+            ext.append(src)
+        return make("param", (), src.shape, src.dtype, (("index", index[id(src)]),))
+
+    def subst(body: Node, inputs: tuple[Node, ...]) -> Node:
+        new: dict[int, Node] = {}
+        for n in toposort([body]):
+            if n.op == "param":
+                src = inputs[n.attr("index")]
+                f = inline.get(id(src))
+                new[id(n)] = subst(f.attr("body"), f.inputs) if f is not None else param(src)
+            else:
+                new[id(n)] = with_inputs(n, tuple(new[id(i)] for i in n.inputs))
+        return new[id(body)]
+
+    outs = [o for body, inputs in parts for o in fusion_outputs(subst(body, inputs))]
+    return make("tuple", tuple(outs), (), TUPLE_DTYPE), tuple(ext)
+
+
+def _ancestors(order: list[Node]) -> dict[int, int]:
+    """Bit set (over positions in order) of everything each node depends on."""
+    pos = {id(n): k for k, n in enumerate(order)}
+    anc: dict[int, int] = {}
+    for n in order:
+        a = 0
+        for i in n.inputs:
+            a |= anc[id(i)] | (1 << pos[id(i)])
+        anc[id(n)] = a
+    return anc
+
+
+def _candidates(order: list[Node], use: dict[int, list[Node]], keep: set[int]):
+    """Pairs (a, b, producer) worth one kernel: siblings reading a common value, and a producer
+    whose value is also needed elsewhere with a fusion consumer (producer=a)."""
+    for p in order:  # producers first: their consumer then writes them as it reads them
+        readers = list({id(u): u for u in use[id(p)]}.values())
+        if p.op == "fusion" and p.attr("body").op != "tuple" and \
+                (len(readers) > 1 or id(p) in keep):
+            for c in readers:
+                if c.op == "fusion":
+                    yield p, c, True
+    for x in order:
+        readers = list({id(u): u for u in use[id(x)] if u.op == "fusion"}.values())
+        if x.op != "const" and len(readers) > 1:
+            for k, a in enumerate(readers):
+                for b in readers[k + 1:]:
+                    yield a, b, False
+
+
+def _merge_one(roots: list[Node]) -> list[Node] | None:
+    order = toposort(roots)
+    use = users(order)
+    keep = {id(r) for r in roots}
+    anc = _ancestors(order)
+    pos = {id(n): k for k, n in enumerate(order)}
+    for a, b, producer in _candidates(order, use, keep):
+        if producer:  # no other reader of a may feed b (b would then read itself)
+            if any(u is not b and anc[id(b)] >> pos[id(u)] & 1 for u in use[id(a)]):
+                continue
+        elif anc[id(a)] >> pos[id(b)] & 1 or anc[id(b)] >> pos[id(a)] & 1:
+            continue
+        inline = {id(a): a} if producer else {}
+        parts = [(b.attr("body"), b.inputs), (a.attr("body"), a.inputs)] if producer else \
+            [(a.attr("body"), a.inputs), (b.attr("body"), b.inputs)]
+        body, ext = _combine_bodies(parts, inline)
+        size = sum(not is_remap(n) and n.op not in ("param", "const", "tuple")
+                   for n in toposort([body]))
+        kind = _kind_of(body)
+        if kind is None or size > MAX_GROUP:
+            continue
+        merged = make("fusion", ext, (), TUPLE_DTYPE, (("body", body), ("kind", kind)))
+        first, second = (b, a) if producer else (a, b)
+        return _replace(order, roots, merged, [first, second])
+    return None
+
+
+def _replace(order: list[Node], roots: list[Node], merged: Node, olds: list[Node]) -> list[Node]:
+    """The graph with each old fusion's outputs read from `merged` (offsets in olds order)."""
+    offset: dict[int, int] = {}
+    k = 0
+    for f in olds:
+        offset[id(f)] = k
+        k += len(_outputs(f))
+
+    def out(i: int, like: Node) -> Node:
+        return make("output", (merged,), like.shape, like.dtype, (("index", i),))
+
+    new: dict[int, Node] = {}
+    for n in order:
+        if id(n) in offset:
+            if n.attr("body").op != "tuple":
+                new[id(n)] = out(offset[id(n)], n)
+        elif n.op == "output" and id(n.inputs[0]) in offset:
+            new[id(n)] = out(offset[id(n.inputs[0])] + n.attr("index"), n)
+        else:
+            new[id(n)] = with_inputs(n, tuple(new[id(i)] for i in n.inputs))
+    return [new[id(r)] for r in roots]
+
+
+def multi_output_fusion(roots: list[Node]) -> list[Node]:
+    while True:
+        merged = _merge_one(roots)
+        if merged is None:
+            return roots
+        roots = merged

@@ -11,9 +11,12 @@ from typing import Callable
 
 from ir import Node, format_graph, toposort, verify
 from ir.config import CONFIG
-from .fusion import fusion
+from .distance import euclidean_distance
+from .dots import dot_decompose, dot_merge, matrix_chain
+from .fusion import fusion, fusion_merger, multi_output_fusion
 from .simplify import constant_folding, cse, dce, simplify
 from .sinking import sink_movement
+from .tree_reduction import tree_reduction
 
 Pass = Callable[[list[Node]], list[Node]]
 
@@ -22,9 +25,23 @@ PIPELINE: list[tuple[str, Pass, str]] = [
     ("constant_folding", constant_folding, "ops on constants become one constant"),
     ("sink_movement", sink_movement,
      "transposes and reshapes move past elementwise ops and into reductions: longer chains"),
+    ("euclidean_distance", euclidean_distance,
+     "sum((a-b)**2, -1) over point pairs becomes norms and one GEMM (first: it makes a dot)"),
+    ("matrix_chain", matrix_chain,
+     "products in their cheapest order, while vector ends, transposes and sums still show"),
+    ("dot_decompose", dot_decompose,
+     "canonical [B,M,K]x[B,K,N] dots with transposes folded into flags (after the reordering)"),
+    ("dot_merge", dot_merge, "independent small dots sharing an operand become one (on canonical "
+     "dots, as in XLA)"),
     ("cse", cse, "one node per distinct computation, also for what rewrites created"),
     ("dce", dce, "a slice write overwritten by a later write of the same slice is dead"),
+    ("tree_reduction", tree_reduction,
+     "long reductions with few outputs become two parallel stages of ~sqrt(n), no atomics"),
     ("fusion", fusion, "elementwise chains and reduction prologues/epilogues become one kernel"),
+    ("fusion_merger", fusion_merger,
+     "a cheap fusion read by other fusions is recomputed in them when that moves fewer bytes"),
+    ("multi_output_fusion", multi_output_fusion,
+     "siblings reading one value, and a producer with its consumer, share one kernel and one read"),
 ]
 
 

@@ -333,7 +333,9 @@ def idempotent(n: Node) -> Node | None:
 @on(*(op for op in _REDUCE_OF if OPS[op].props.idempotent))
 def idempotent_identity(n: Node) -> Node | None:
     # maximum(x, -inf) -> x, minimum(x, +inf) -> x (int/bool: their extremes), x and True -> x,
-    # x or False -> x
+    # x or False -> x. Complex values have no such identity (they compare lexicographically).
+    if n.dtype.kind == "c":
+        return None
     return _same(_other(n, _eq(reduce_identity(_REDUCE_OF[n.op], n.dtype))), n)
 
 

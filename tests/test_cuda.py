@@ -132,8 +132,8 @@ def test_every_ufunc_kernel_compiles_to_ptx(name, dtype):
     with context(backend="cuda", cuda_sim=False):
         plan = tracer.explain(uf(*args))
     fusions = [n for n in toposort(plan.graph_after.roots) if n.op == "fusion"]
-    if not plan.kernels:  # no kernel template: the interpreter runs it
-        assert plan.graph_after.roots[0].op == name
+    if not plan.kernels:  # no kernel template (the interpreter runs it), or simplified away
+        assert plan.graph_after.roots[0].op in (name, "input")
         return
     for f, k in zip(fusions, plan.kernels):
         assert all(".target sm_90" in p for p in compile_ptx(f, k, cc=(9, 0)).values())

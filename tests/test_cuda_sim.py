@@ -253,3 +253,13 @@ def test_tree_reduction_chunk_remap_runs_on_the_device(no_host, monkeypatch):
     assert len(plan.kernels) == 2
     _check((x * x).sum(0), (h * h).sum(0), rtol=1e-5)
     _check(x.max(0), h.max(0))
+
+
+def test_multi_output_kernels_on_the_device(no_host):
+    h = _rand((3, 40))
+    x = np.asarray(h)
+    e = np.exp(x)
+    assert len(tracer.explain(e, e.sum(1), x * 2, x - 1).kernels) == 1
+    got = tracer.evaluate(e, e.sum(1), x * 2, x - 1)
+    for g, w in zip(got, (numpy.exp(h), numpy.exp(h).sum(1), h * 2, h - 1)):
+        _check(g, w, rtol=1e-5)

@@ -143,7 +143,7 @@ def test_cheap_shared_producer_merges_into_its_readers(rng):
     a, b = np.asarray(ha), np.asarray(hb)
     plan = tracer.explain(*_two_readers(np, a, b))
     assert len(plan.kernels) == 2 and plan.peak_bytes == 0
-    with context(disable_passes={"fusion_merger"}):
+    with context(disable_passes={"fusion_merger", "multi_output_fusion"}):
         off = tracer.explain(*_two_readers(np, a, b))
         assert len(off.kernels) == 3 and off.peak_bytes == ha.nbytes
         _check_all(tracer.evaluate(*_two_readers(np, a, b)), _two_readers(numpy, ha, hb))
@@ -155,7 +155,10 @@ def test_expensive_shared_producer_is_computed_once(rng):
     x = np.asarray(h)
     y = np.exp(x) * 3
     got = (y.sum(1), y.max(0))
-    assert len(tracer.explain(*got).kernels) == 3
+    with context(disable_passes={"multi_output_fusion"}):
+        assert len(tracer.explain(*got).kernels) == 3
+    kernels = tracer.explain(*got).kernels  # the producer is written by its row consumer
+    assert len(kernels) == 2 and sum(k.source.count("math.exp") for k in kernels) == 1
     _check_all(tracer.evaluate(*got), ((numpy.exp(h) * 3).sum(1), (numpy.exp(h) * 3).max(0)))
 
 
@@ -165,7 +168,8 @@ def test_merge_that_would_read_more_bytes_is_not_done(rng):
     a, b, c, d = (np.asarray(h) for h in hs)
     y = a * b + c * d
     got = (y.sum(1), y.max(1), y.min(0))
-    assert len(tracer.explain(*got).kernels) == 4
+    with context(disable_passes={"multi_output_fusion"}):
+        assert len(tracer.explain(*got).kernels) == 4
     y0 = hs[0] * hs[1] + hs[2] * hs[3]
     _check_all(tracer.evaluate(*got), (y0.sum(1), y0.max(1), y0.min(0)))
 
@@ -178,3 +182,64 @@ def test_merged_producer_chain_into_row_kernel(rng):
     want = (_softmax(numpy, h * 2 - 1), (h * 2 - 1).sum(0))
     assert sorted(k.kind for k in tracer.explain(*got).kernels) == ["reduce", "row"]
     _check_all(tracer.evaluate(*got), want)
+
+
+# ---------------------------------------------------------------- multi-output fusion
+
+MULTI = {
+    "sibling_row_reductions": (lambda m, x: (x.sum(1), x.max(1)), 1),
+    "producer_kept_with_its_reduction": (lambda m, x: (m.exp(x), m.exp(x).sum(1)), 1),
+    "sibling_loops": (lambda m, x: (x * 2, m.sqrt(m.abs(x))), 1),
+    "mean_and_var": (lambda m, x: (x.mean(1), x.var(1)), 1),
+    "softmax_and_its_max": (lambda m, x: (_softmax(m, x), x.max(1)), 1),
+    "column_and_row_sums_stay_apart": (lambda m, x: (x.sum(0), x.sum(1)), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_fusion_kernel_counts_and_values(name, rng):
+    f, kernels = MULTI[name]
+    h = rng.standard_normal((20, 37)).astype(numpy.float32)
+    x = np.asarray(h)
+    got = f(np, x)
+    assert len(tracer.explain(*got).kernels) == kernels
+    _check_all(tracer.evaluate(*got), f(numpy, h))
+    with context(disable_passes={"multi_output_fusion"}):
+        got = f(np, x)
+        assert len(tracer.explain(*got).kernels) >= kernels
+        _check_all(tracer.evaluate(*got), f(numpy, h))
+
+
+def test_producer_output_is_written_once_in_the_reduction_pass(rng):
+    x = np.asarray(rng.standard_normal((20, 37)).astype(numpy.float32))
+    e = np.exp(x)
+    (k,) = tracer.explain(e, e.sum(1)).kernels
+    assert k.source.count("math.exp") == 1 and "out1[j0, j1] = " in k.source
+
+
+def test_dependent_fusions_are_not_merged_into_a_cycle(rng):
+    """b reads a's reduction through a matmul: merging a and b would make b read itself."""
+    h = rng.standard_normal((20, 20)).astype(numpy.float32)
+    x = np.asarray(h)
+    s = x.sum(1, keepdims=True)
+    y = (s @ s.T) + x
+    got = (s, y.max(1))
+    _check_all(tracer.evaluate(*got), (h.sum(1, keepdims=True),
+                                        ((h.sum(1, keepdims=True) @ h.sum(1, keepdims=True).T) +
+                                         h).max(1)))
+
+
+def test_structure_of_a_merged_graph():
+    from ir.verify import verify
+    from opt.fusion import fusion, multi_output_fusion
+    from tracer import graph as G
+    x = G.leaf(numpy.ones((20, 5), numpy.float32))
+    a = G.reduce("reduce_sum", x, (1,))
+    b = G.reduce("reduce_max", x, (1,))
+    out = multi_output_fusion(fusion([a, b]))
+    verify(out)
+    assert [o.op for o in out] == ["output", "output"]
+    assert out[0].inputs[0] is out[1].inputs[0]
+    assert [o.attr("index") for o in out] == [0, 1]
+    body = out[0].inputs[0].attr("body")
+    assert body.op == "tuple" and [i.op for i in body.inputs] == ["reduce_sum", "reduce_max"]

@@ -119,8 +119,10 @@ def has_kernel(name: str, args) -> bool:
     cast = OPS["cast"].template  # a Python scalar becomes a constant of the loop's dtype
     casts_ok = all(isinstance(a, type) or a == b or cast((a,), b, "cpu") is not None
                    for a, b in zip(keys, loop))
-    if name == "power" and not isinstance(args[1], np.ndarray) and args[1] in (1, 2):
-        return True  # x ** 1 and x ** 2 are recorded as positive and square (ufuncs.py)
+    if name == "power" and not isinstance(args[1], np.ndarray) and args[1] in (0, 1, 2):
+        return True  # x**1 and x**2 are recorded as positive and square (ufuncs.py); x**0 folds
+    if name in ("positive", "conjugate") and keys[0].kind != "c":
+        return True  # the simplifier removes these on real values: nothing is left to run
     return casts_ok and d.template is not None and \
         d.template(loop[:-1], loop[-1], "cpu") is not None
 

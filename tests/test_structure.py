@@ -108,7 +108,9 @@ def test_explain_shows_passes_groups_and_source():
     x = np.arange(10.0)
     plan = tracer.explain((x * 2 + 1).sum())
     text = str(plan)
-    assert [p[0] for p in plan.passes] == ["simplify", "constant_folding", "cse", "dce", "fusion"]
+    from opt.pipeline import PIPELINE
+    assert [p[0] for p in plan.passes] == [name for name, _, _ in PIPELINE]
+    assert {"simplify", "constant_folding", "cse", "dce", "fusion"} <= {p[0] for p in plan.passes}
     assert "fusion" in text and "def k_reduce" in text and "== passes" in text
     assert plan.kernels[0].backend == "cpu"
 
@@ -118,7 +120,7 @@ def test_disable_fusion_pass_runs_interpreter_free_ops_unfused():
     with tracer.context(disable_passes={"fusion"}):
         plan = tracer.explain(a * b + c)
         assert len(plan.kernels) == 0
-        assert plan.passes[-1] == ("fusion", 0.0, False)
+        assert ("fusion", 0.0, False) in plan.passes
 
 
 @pytest.mark.parametrize("n", [10, 100_000])

@@ -1,0 +1,398 @@
+"""Dots (`matmul` nodes): matrix-chain reordering, the dot decomposer and the dot merger.
+
+- matrix_chain: a chain of products whose intermediate results have no other users is evaluated
+  in the order of least flops (memory of the intermediates breaks ties), by the classic dynamic
+  program. Vector ends, transposes (`(A@B)^T = B^T @ A^T`) and sums over a matrix axis
+  (`sum(A@B, 0) = sum(A, 0) @ B`: a row of ones at the chain's end) are part of the chain, as in
+  eXLA. Floats are reassociated (allowed for this rewrite); integer products and sums wrap
+  around in a ring and bool ones are a semiring, so those stay exact.
+- dot_decompose: every dot becomes one canonical [B, M, K] x [B, K, N] dot (each operand's batch
+  1 or B) with reshapes around it; transposes of the last two axes of an operand or of the
+  result fold into the `ta`/`tb` attributes, so no copy is made.
+- dot_merge: independent canonical dots that share an operand become one dot on the other
+  operands concatenated, and slices of its result (XLA's DotMerger).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir import Node, make, toposort, users
+from ir.registry import OPS, matrix_shape
+from .rewrite import rebuild, with_inputs
+
+
+# ---------------------------------------------------------------- builders
+
+def build(op: str, inputs: tuple[Node, ...], attrs: tuple = ()) -> Node:
+    """A node typed by its registry rules."""
+    d, a = OPS[op], dict(attrs)
+    return make(op, inputs, d.shape_rule([i.shape for i in inputs], a),
+                d.dtype_rule([i.dtype for i in inputs], a), attrs)
+
+
+def reshape(x: Node, shape: tuple) -> Node:
+    shape = tuple(shape)
+    while x.op == "reshape":  # a reshape of a reshape is one reshape
+        x = x.inputs[0]
+    return x if x.shape == shape else build("reshape", (x,), (("shape", shape),))
+
+
+def swap_perm(ndim: int) -> tuple:
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+def is_swap(n: Node) -> bool:
+    """A transpose of the last two axes only."""
+    return n.op == "transpose" and n.ndim >= 2 and n.attr("perm") == swap_perm(n.ndim)
+
+
+def swap(x: Node) -> Node:
+    """x with its last two axes swapped, as a view where one can do it."""
+    if 1 in x.shape[-2:]:  # a vector: the same elements in the same order
+        return reshape(x, matrix_shape(x.shape, True))
+    perm = swap_perm(x.ndim)
+    if x.op == "transpose":
+        inner = x.attr("perm")
+        perm, x = tuple(inner[p] for p in perm), x.inputs[0]
+        if perm == tuple(range(x.ndim)):
+            return x
+    return build("transpose", (x,), (("perm", perm),))
+
+
+def dot(a: Node, b: Node, ta: bool = False, tb: bool = False) -> Node:
+    return build("matmul", (a, b), (("ta", True),) * ta + (("tb", True),) * tb)
+
+
+def row_sum(x: Node, axis: int) -> Node:
+    """Sum over axis -2 or -1 of x, keeping it as a length-1 axis."""
+    ax = x.ndim + axis
+    s = build("reduce_sum", (x,), (("axes", (ax,)),))
+    return reshape(s, x.shape[:ax] + (1,) + x.shape[ax + 1:])
+
+
+# ---------------------------------------------------------------- matrix chains
+
+MAX_CHAIN = 32  # factors per chain: the dynamic program is cubic in it
+
+
+@dataclass(frozen=True)
+class Factor:
+    node: Node | None     # None: a row or column of ones (multiplying by it is a sum)
+    swapped: bool
+    rows: int
+    cols: int
+    batch: tuple
+
+
+def _leaf(x: Node) -> Factor:
+    return Factor(x, False, x.shape[-2], x.shape[-1], x.shape[:-2])
+
+
+def _ones(rows: int, cols: int) -> Factor:
+    return Factor(None, False, rows, cols, ())
+
+
+def _transposed(fs: list[Factor]) -> list[Factor]:
+    return [Factor(f.node, not f.swapped, f.cols, f.rows, f.batch) for f in reversed(fs)]
+
+
+@dataclass
+class Chain:
+    factors: list[Factor]
+    shape: tuple          # the product's [.., rows, cols]; the node is a unit reshape of it
+    nodes: list[Node]     # the nodes it stands for, the top one last
+
+
+def _work(n: Node) -> int:
+    """Multiply-adds of a chain node (a sum is a product with ones)."""
+    if n.op == "matmul":
+        return n.size * matrix_shape(n.inputs[0].shape, n.attr("ta", False))[-1]
+    return n.inputs[0].size if n.op == "reduce_sum" else 0
+
+
+class _Chains:
+    def __init__(self, roots: list[Node]):
+        self.order = toposort(roots)
+        self.use = users(self.order)
+        self.roots = {id(r) for r in roots}
+
+    def inner(self, x: Node, dtype, budget: int) -> Chain | None:
+        """x as a chain when its only user is the chain being built."""
+        if id(x) in self.roots or len(self.use[id(x)]) != 1 or x.dtype != dtype or budget < 2:
+            return None
+        return self.expand(x, budget)
+
+    def operand(self, x: Node, dtype, budget: int) -> Chain:
+        sub = self.inner(x, dtype, budget)
+        return sub if sub is not None and sub.shape == x.shape else Chain([_leaf(x)], x.shape, [])
+
+    def expand(self, n: Node, budget: int = MAX_CHAIN) -> Chain | None:
+        dt = n.dtype
+        if n.op == "matmul" and all(i.dtype == dt for i in n.inputs):
+            a = self.operand(n.inputs[0], dt, budget - 1)
+            b = self.operand(n.inputs[1], dt, budget - len(a.factors))
+            fa = _transposed(a.factors) if n.attr("ta") else a.factors
+            fb = _transposed(b.factors) if n.attr("tb") else b.factors
+            return Chain(fa + fb, n.shape, a.nodes + b.nodes + [n])
+        x = n.inputs[0] if n.inputs else None
+        if is_swap(n):
+            # (A@B)^T = B^T @ A^T
+            sub = self.inner(x, dt, budget)
+            if sub is not None and sub.shape == x.shape:
+                return Chain(_transposed(sub.factors), n.shape, sub.nodes + [n])
+        elif n.op == "reduce_sum" and x.ndim >= 2 and n.attr("axes") and \
+                set(n.attr("axes")) <= {x.ndim - 2, x.ndim - 1}:
+            # sum(P, -2) = ones^T @ P, sum(P, -1) = P @ ones
+            sub = self.inner(x, dt, budget - len(n.attr("axes")))
+            if sub is not None and sub.shape == x.shape:
+                fs, (r, c) = sub.factors, x.shape[-2:]
+                if x.ndim - 2 in n.attr("axes"):
+                    fs, r = [_ones(1, r)] + fs, 1
+                if x.ndim - 1 in n.attr("axes"):
+                    fs, c = fs + [_ones(c, 1)], 1
+                return Chain(fs, x.shape[:-2] + (r, c), sub.nodes + [n])
+        elif n.op == "reshape":
+            sub = self.inner(x, dt, budget)
+            if sub is not None and n.shape == sub.shape:
+                return Chain(sub.factors, n.shape, sub.nodes + [n])
+            if sub is not None and 1 in sub.shape[-2:] and \
+                    n.shape == matrix_shape(sub.shape, True):  # a vector's transpose
+                return Chain(_transposed(sub.factors), n.shape, sub.nodes + [n])
+        return None
+
+
+def _batch_sizes(fs: list[Factor]) -> list[list[int]]:
+    """bs[i][j]: the number of batch elements of the product of factors i..j."""
+    n = len(fs)
+    bs = [[0] * n for _ in range(n)]
+    for i in range(n):
+        shape = ()
+        for j in range(i, n):
+            shape = np.broadcast_shapes(shape, fs[j].batch)
+            bs[i][j] = math.prod(shape)
+    return bs
+
+
+def best_order(fs: list[Factor]) -> tuple[tuple[int, int], dict]:
+    """(flops, bytes-free memory of the intermediates) of the best order, and its splits."""
+    n = len(fs)
+    p = [f.rows for f in fs] + [fs[-1].cols]
+    bs = _batch_sizes(fs)
+    cost = {(i, i): (0, 0) for i in range(n)}
+    split = {}
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            size = bs[i][j] * p[i] * p[j + 1]
+            for s in range(i, j):
+                (fl, ml), (fr, mr) = cost[i, s], cost[s + 1, j]
+                c = (fl + fr + bs[i][j] * p[i] * p[s + 1] * p[j + 1], ml + mr + size)
+                if (i, j) not in cost or c < cost[i, j]:
+                    cost[i, j], split[i, j] = c, s
+    fl, mem = cost[0, n - 1]
+    return (fl, mem - bs[0][n - 1] * p[0] * p[n]), split
+
+
+def _emit(fs: list[Factor], split: dict, i: int, j: int, new: dict) -> Node:
+    if i == j:
+        x = new[id(fs[i].node)]
+        return swap(x) if fs[i].swapped else x
+    s = split[i, j]
+    if fs[i].node is None and s == i:
+        return row_sum(_emit(fs, split, s + 1, j, new), -2)
+    if fs[j].node is None and s + 1 == j:
+        return row_sum(_emit(fs, split, i, s, new), -1)
+    return dot(_emit(fs, split, i, s, new), _emit(fs, split, s + 1, j, new))
+
+
+def _old_cost(ch: Chain) -> tuple[int, int]:
+    work = sum(_work(m) for m in ch.nodes)
+    mem = sum(m.size for m in ch.nodes[:-1] if m.op in ("matmul", "reduce_sum"))
+    return work, mem
+
+
+def matrix_chain(roots: list[Node]) -> list[Node]:
+    cs = _Chains(roots)
+    seen: set[int] = set()
+    plans: dict[int, tuple[Chain, dict]] = {}
+    absorbed: set[int] = set()
+    for n in reversed(cs.order):  # outermost chains first
+        if id(n) in seen or n.op not in ("matmul", "transpose", "reduce_sum", "reshape"):
+            continue
+        ch = cs.expand(n)
+        if ch is None or sum(f.node is not None for f in ch.factors) < 2:
+            continue
+        seen.update(id(m) for m in ch.nodes)  # parts of an optimal chain are optimal
+        if len(ch.factors) < 3:
+            continue
+        cost, split = best_order(ch.factors)
+        if cost < _old_cost(ch):
+            plans[id(n)] = (ch, split)
+            absorbed.update(id(m) for m in ch.nodes[:-1])
+    if not plans:
+        return roots
+    new: dict[int, Node] = {}
+    for n in cs.order:
+        if id(n) in absorbed:
+            continue  # its only user was rewritten
+        if id(n) in plans:
+            ch, split = plans[id(n)]
+            prod = _emit(ch.factors, split, 0, len(ch.factors) - 1, new)
+            new[id(n)] = reshape(prod, n.shape)
+        else:
+            new[id(n)] = with_inputs(n, tuple(new[id(i)] for i in n.inputs))
+    return [new[id(r)] for r in roots]
+
+
+# ---------------------------------------------------------------- dot decomposer
+
+def _strided_view(x: Node) -> bool:
+    """A value the executor keeps as a strided view, which a batch-folding reshape would copy."""
+    while x.op == "reshape":
+        x = x.inputs[0]
+    return x.op in ("transpose", "broadcast_to", "slice")
+
+
+def _batched(x: Node, batch: tuple) -> Node:
+    """x [.., r, c] as [1, r, c] (shared by the batch) or [B, r, c]."""
+    xb, B = x.shape[:-2], math.prod(batch)
+    if math.prod(xb) == 1:
+        return reshape(x, (1,) + x.shape[-2:])
+    if (1,) * (len(batch) - len(xb)) + xb != batch:  # partial broadcast: made explicit
+        x = build("broadcast_to", (x,), (("shape", batch + x.shape[-2:]),))
+    return reshape(x, (B,) + x.shape[-2:])
+
+
+def canonical_dot(a: Node, b: Node, ta: bool, tb: bool, shape: tuple) -> Node:
+    """a @ b (stored transposed where ta/tb) as one [B, M, K] x [B, K, N] dot, reshaped to
+    `shape`."""
+    if is_swap(a):
+        a, ta = a.inputs[0], not ta
+    if is_swap(b):
+        b, tb = b.inputs[0], not tb
+    m, k = matrix_shape(a.shape, ta)[-2:]
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    B = math.prod(batch)
+    if B > 1 and math.prod(b.shape[:-2]) == 1 and not ta and math.prod(a.shape[:-2]) == B \
+            and not _strided_view(a):
+        # b shared by every batch: the batch folds into a's rows, one GEMM instead of B
+        out = dot(reshape(a, (1, B * m, k)), reshape(b, (1,) + b.shape[-2:]), False, tb)
+    else:
+        out = dot(_batched(a, batch), _batched(b, batch), ta, tb)
+    return reshape(out, shape)
+
+
+def dot_decompose(roots: list[Node]) -> list[Node]:
+    order = toposort(roots)
+    use = users(order)
+    keep = {id(r) for r in roots}
+    # a transpose of the last two axes of a dot's result is the dot of the swapped operands
+    flipped = {id(n.inputs[0]) for n in order if is_swap(n) and n.inputs[0].op == "matmul"
+               and len(use[id(n.inputs[0])]) == 1 and id(n.inputs[0]) not in keep}
+    new: dict[int, Node] = {}
+    for n in order:
+        if id(n) in flipped:
+            continue  # built by its transpose
+        if is_swap(n) and id(n.inputs[0]) in flipped:
+            d = n.inputs[0]
+            a, b = (new[id(i)] for i in d.inputs)
+            new[id(n)] = canonical_dot(b, a, not d.attr("tb", False), not d.attr("ta", False),
+                                       n.shape)
+            continue
+        ins = tuple(new[id(i)] for i in n.inputs)
+        if n.op == "matmul":
+            m = canonical_dot(*ins, n.attr("ta", False), n.attr("tb", False), n.shape)
+        elif n.op == "reshape" and ins[0].op == "reshape":
+            m = reshape(ins[0], n.shape)
+        else:
+            m = with_inputs(n, ins)
+        new[id(n)] = m
+    return [new[id(r)] for r in roots]
+
+
+# ---------------------------------------------------------------- dot merger
+
+# XLA merges when at least one dot's inputs+output are under a threshold. Here concatenate is a
+# real copy of the operands that differ, so the bound is on those bytes instead: 1 MiB copies in
+# tens of microseconds (about what a separate library call costs), and a big operand is never
+# copied. The shared operand is read once instead of once per dot, whatever its size.
+DOT_MERGE_MAX_BYTES = 1 << 20
+
+
+def _canonical(n: Node) -> bool:
+    return n.op == "matmul" and n.ndim == 3 and all(i.ndim == 3 for i in n.inputs)
+
+
+def _merge_key(d: Node, side: int) -> tuple:
+    """Dots with equal keys share operand `side` and can concatenate the other one."""
+    flags = (d.attr("ta", False), d.attr("tb", False))
+    other = d.inputs[1 - side]
+    ax = _cat_axis(d, side)
+    rest = other.shape[:ax] + other.shape[ax + 1:]
+    return side, id(d.inputs[side]), flags, rest, other.dtype, d.dtype
+
+
+def _cat_axis(d: Node, side: int) -> int:
+    """The axis of the other operand's storage that becomes the result's rows (side 1) or
+    columns (side 0)."""
+    t = d.attr("tb" if side == 0 else "ta", False)
+    return (1 if t else 2) if side == 0 else (2 if t else 1)
+
+
+def _merge_groups(order: list[Node]) -> list[tuple[int, list[Node]]]:
+    dots = [n for n in order if _canonical(n)]
+    bit = {id(d): 1 << k for k, d in enumerate(dots)}
+    anc: dict[int, int] = {}  # the dots each node depends on, as bits
+    for n in order:
+        m = 0
+        for i in n.inputs:
+            m |= anc[id(i)] | bit.get(id(i), 0)
+        anc[id(n)] = m
+    by_key: dict[tuple, list[Node]] = {}
+    for d in dots:
+        for side in (0, 1):
+            by_key.setdefault(_merge_key(d, side), []).append(d)
+    # Groups of one round are independent of each other too, so each is built from the
+    # original nodes.
+    taken, tdeps, groups = 0, 0, []
+    for (side, *_), cands in by_key.items():
+        group, gbits, gdeps, copied = [], 0, 0, 0
+        for d in cands:
+            b, nb = bit[id(d)], d.inputs[1 - side].nbytes
+            if (anc[id(d)] | b) & (taken | gbits) or (gdeps | tdeps) & b or \
+                    copied + nb > DOT_MERGE_MAX_BYTES:
+                continue
+            group.append(d)
+            gbits, gdeps, copied = gbits | b, gdeps | anc[id(d)], copied + nb
+        if len(group) > 1:
+            groups.append((side, group))
+            taken, tdeps = taken | gbits, tdeps | gdeps
+    return groups
+
+
+def _merged(side: int, group: list[Node]) -> list[Node]:
+    """One dot for the group; a slice of its result for each member."""
+    d0 = group[0]
+    ta, tb = d0.attr("ta", False), d0.attr("tb", False)
+    cat = build("concatenate", tuple(g.inputs[1 - side] for g in group),
+                (("axis", _cat_axis(d0, side)),))
+    m = dot(d0.inputs[0], cat, ta, tb) if side == 0 else dot(cat, d0.inputs[1], ta, tb)
+    ax, off, out = 2 - side, 0, []
+    for g in group:
+        sl = tuple((0, s, 1) for s in m.shape)
+        sl = sl[:ax] + ((off, off + g.shape[ax], 1),) + sl[ax + 1:]
+        out.append(build("slice", (m,), (("slices", sl),)))
+        off += g.shape[ax]
+    return out
+
+
+def dot_merge(roots: list[Node]) -> list[Node]:
+    while True:
+        groups = _merge_groups(toposort(roots))
+        if not groups:
+            return roots
+        repl = {id(g): s for side, group in groups for g, s in zip(group, _merged(side, group))}
+        roots = rebuild(roots, lambda n, ins: repl.get(id(n)) or with_inputs(n, ins))
