@@ -14,6 +14,7 @@ from ir.config import CONFIG
 from .distance import euclidean_distance
 from .dots import dot_decompose, dot_merge, matrix_chain
 from .fusion import fusion, fusion_merger, multi_output_fusion
+from .horizontal import horizontal_fusion
 from .simplify import constant_folding, cse, dce, simplify
 from .sinking import sink_movement
 from .tree_reduction import tree_reduction
@@ -42,6 +43,8 @@ PIPELINE: list[tuple[str, Pass, str]] = [
      "a cheap fusion read by other fusions is recomputed in them when that moves fewer bytes"),
     ("multi_output_fusion", multi_output_fusion,
      "siblings reading one value, and a producer with its consumer, share one kernel and one read"),
+    ("horizontal_fusion", horizontal_fusion,
+     "independent small loop kernels become one launch: launch overhead dominates them"),
 ]
 
 
