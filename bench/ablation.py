@@ -87,6 +87,12 @@ def variance(m, x):
     return x.var(axis=1)
 
 
+def param_update(m, w1, b1, w2, b2):
+    """One momentum-SGD step over four small parameters of four shapes: small independent
+    kernels, where launches cost as much as the work (horizontal fusion)."""
+    return tuple(w - 0.01 * (0.9 * w + 0.1 * m.tanh(w)) for w in (w1, b1, w2, b2))
+
+
 @dataclass(frozen=True)
 class Program:
     fn: Callable
@@ -108,7 +114,14 @@ PROGRAMS: dict[str, Program] = {
     "colnorm": Program(colnorm, lambda s: [(s["r"], s["c"])]),
     "cosine": Program(cosine, lambda s: [(s["k"], s["o"])]),
     "variance": Program(variance, lambda s: [(s["r"], s["c"])]),
+    "param_update": Program(param_update, lambda s: [(s["i"], s["o"]), (s["o"],), (s["o"], s["d"]),
+                                                     (s["d"],)]),
 }
+
+
+def _outs(x) -> tuple:
+    """A program's results as a tuple (programs may return several arrays)."""
+    return x if isinstance(x, tuple) else (x,)
 
 
 # ------------------------------------------------------------------ measuring
@@ -126,19 +139,21 @@ class Result:
         return not self.failure
 
 
-def measure(prog: Program, lazy: list, ref: numpy.ndarray, repeat: int) -> Result:
-    """Warm-up call (compiles), one counted call, then the median of `repeat` timed calls."""
+def measure(prog: Program, lazy: list, ref, repeat: int) -> Result:
+    """Warm-up call (compiles), one counted call, then the median of `repeat` timed calls.
+    `ref`: the expected array, or a list of them for a program with several results."""
     res = Result()
+    ref = ref if isinstance(ref, list) else [ref]
     try:
-        call = lambda: tracer.evaluate(prog.fn(tnp, *lazy))  # noqa: E731
+        call = lambda: tracer.evaluate(*_outs(prog.fn(tnp, *lazy)))  # noqa: E731
         call()
         before = _counters()
-        got = numpy.asarray(call())
+        got = [numpy.asarray(g) for g in _outs(call())]
         after = _counters()
         res.kernels, res.interpreted = after[0] - before[0], after[1] - before[1]
-        res.error = rel_error(got, ref)
-        if got.shape != ref.shape or not res.error <= TOLERANCE:
-            res.failure = f"wrong: shape {got.shape}, max rel err {res.error:.1e}"
+        res.error = max(rel_error(g, r) for g, r in zip(got, ref))
+        if len(got) != len(ref) or not res.error <= TOLERANCE:
+            res.failure = f"wrong: {len(got)} results, max rel err {res.error:.1e}"
             return res
         times = []
         for _ in range(repeat):
@@ -166,7 +181,7 @@ def rel_error(got: numpy.ndarray, ref: numpy.ndarray) -> float:
 def pass_effects(prog: Program, lazy: list) -> dict[str, str]:
     """What each pass did to this program under the full pipeline: '41->37' or '-'."""
     try:
-        plan = tracer.explain(prog.fn(tnp, *lazy))
+        plan = tracer.explain(*_outs(prog.fn(tnp, *lazy)))
     except Exception:  # noqa: BLE001 - the timing row reports the failure
         return {}
     did: dict[str, list[str]] = {}
@@ -181,7 +196,8 @@ def run_program(name: str, sizes: dict, passes: list[str], repeat: int, log) -> 
     rng = numpy.random.default_rng(0)
     host = [rng.standard_normal(s).astype(numpy.float32) for s in prog.shapes(sizes)]
     with numpy.errstate(all="ignore"):
-        ref = numpy.asarray(prog.fn(numpy, *(h.astype(numpy.float64) for h in host)))
+        ref = [numpy.asarray(r) for r in
+               _outs(prog.fn(numpy, *(h.astype(numpy.float64) for h in host)))]
     lazy = [tnp.asarray(h) for h in host]
     base = set(CONFIG.disable_passes)
     out = {"effects": pass_effects(prog, lazy), "runs": {}}

@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ir import Buffer, Node, toposort
+from ir import Buffer, Node, Slot, toposort
 from ir.registry import fusion_outputs
 from ir.stats import STATS
 from . import backends
 from .backends import const_value
 from .compiler import Kernel, get_kernel
 from .cpu import is_flat
+from .emit import Emitter
 
 VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
 LIBRARY_OPS = ("matmul", "concatenate", "setslice")
@@ -29,13 +30,20 @@ class Program:
     peak_bytes: int
     bytes_copied: int
     interpreted: list[str]
+    consts_of: dict[int, list] = field(default_factory=dict)  # a fusion's constant arguments
+
+
+def buffer_contiguous(buf) -> bool:
+    if isinstance(buf, Slot):
+        return buf.contiguous
+    v = buf.value
+    return bool(getattr(v, "flags", None) is not None and v.flags.c_contiguous) or \
+        getattr(v, "is_c_contiguous", lambda: False)()
 
 
 def _contiguous_producer(n: Node) -> bool:
     if n.op == "input":
-        v = n.attr("buf").value
-        return bool(getattr(v, "flags", None) is not None and v.flags.c_contiguous) or \
-            getattr(v, "is_c_contiguous", lambda: False)()
+        return buffer_contiguous(n.attr("buf"))
     return n.op not in VIEW_OPS or (n.op == "reshape" and _contiguous_producer(n.inputs[0]))
 
 
@@ -47,7 +55,7 @@ def _flat(n: Node) -> bool:
 
 def lower(roots: list[Node], backend: str) -> Program:
     order = toposort(roots)
-    kernels, kernel_of, interpreted = [], {}, []
+    kernels, kernel_of, interpreted, consts_of = [], {}, [], {}
     for n in order:
         if n.op == "fusion":
             work = max([o.size for o in fusion_outputs(n.attr("body"))] +
@@ -55,10 +63,12 @@ def lower(roots: list[Node], backend: str) -> Program:
             k = get_kernel(n.attr("body"), n.attr("kind"), backend, _flat(n), work >= PARALLEL_MIN)
             kernel_of[id(n)] = k
             kernels.append(k)
+            consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
     peak, copied = plan_memory(roots, order)
-    return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted)
+    return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
+                   consts_of)
 
 
 def _storage(n: Node, alias: dict[int, int]) -> int:
@@ -92,17 +102,21 @@ def plan_memory(roots: list[Node], order: list[Node]) -> tuple[int, int]:
     return peak, copied
 
 
-def run(program: Program) -> list[Buffer]:
+def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]:
+    """Run the program; `bind` maps input nodes (by id) to the buffers to read instead of
+    theirs (a cached plan's slots)."""
     be = backends.get(program.backend)
     vals: dict[int, object] = {}
+    bind = bind or {}
     for n in program.order:
         if n.op == "input":
-            buf = n.attr("buf")
+            buf = bind.get(id(n)) or n.attr("buf")
             vals[id(n)] = be.from_buffer(buf) if hasattr(be, "from_buffer") else buf.value
         elif n.op == "const":
             vals[id(n)] = const_value(n)
         elif n.op == "fusion":
-            vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs])
+            vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs],
+                                  program.consts_of[id(n)])
         elif n.op == "output":
             vals[id(n)] = vals[id(n.inputs[0])][n.attr("index")]
         else:
@@ -121,7 +135,7 @@ def run(program: Program) -> list[Buffer]:
     return out
 
 
-def _launch(be, kernel: Kernel, n: Node, params: list):
+def _launch(be, kernel: Kernel, n: Node, params: list, consts: list):
     """Run a fusion kernel; a multi-output fusion returns the list of its outputs."""
     body = n.attr("body")
     outs = [be.empty(o.shape, o.dtype) for o in fusion_outputs(body)]
@@ -130,7 +144,5 @@ def _launch(be, kernel: Kernel, n: Node, params: list):
         targets = [be.flatten(o) for o in outs]
     else:
         targets = outs
-    from .emit import Emitter
-    consts = [const_value(c) for c in Emitter(body, be.name).consts]
     be.launch(kernel, body, targets, params, consts)
     return outs if body.op == "tuple" else outs[0]

@@ -1,9 +1,9 @@
 """The graph: interned nodes, the op registry, printer, verifier and NumPy interpreter."""
-from .node import Buffer, Node, make, toposort, users
+from .node import Buffer, Node, Slot, make, toposort, users
 from .registry import OPS, Kind, OpDef, Props, get
 from .printer import format_graph
 from .verify import VerifyError, verify
 from .interp import run_graph
 
-__all__ = ["Buffer", "Node", "make", "toposort", "users", "OPS", "Kind", "OpDef", "Props", "get",
+__all__ = ["Buffer", "Node", "Slot", "make", "toposort", "users", "OPS", "Kind", "OpDef", "Props", "get",
            "format_graph", "VerifyError", "verify", "run_graph"]

@@ -29,6 +29,20 @@ class Buffer:
         return f"Buffer({getattr(v, 'dtype', '?')}{list(getattr(v, 'shape', ()))})"
 
 
+class Slot(Buffer):
+    """A stand-in leaf value in a cached plan: the real buffer is bound at each run. It knows
+    only what the plan may depend on, the layout (`contiguous`)."""
+
+    __slots__ = ("contiguous",)
+
+    def __init__(self, contiguous: bool):
+        super().__init__(None)
+        self.contiguous = contiguous
+
+    def __repr__(self) -> str:
+        return f"Slot(contiguous={self.contiguous})"
+
+
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Node:
     op: str

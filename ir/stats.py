@@ -14,6 +14,7 @@ class Stats:
     fallbacks: int = 0
     interpreted_nodes: int = 0
     evaluations: int = 0
+    plan_cache_hits: int = 0
     trace_s: float = 0.0
     optimize_s: float = 0.0
     codegen_s: float = 0.0

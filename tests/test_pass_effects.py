@@ -147,3 +147,17 @@ def test_ablation_quick_runs_and_prints_a_row_per_pass(tmp_path):
         assert f"| **{name}** | **geomean** |" in proc.stdout
     assert "| abcd | " in proc.stdout and "| softmax_rows | " in proc.stdout
     assert out.read_text() == proc.stdout.rstrip("\n") + "\n"
+
+
+def test_optimizer_bench_quick(tmp_path):
+    out = tmp_path / "optimizer.md"
+    env = dict(os.environ, TRACER_BACKEND="cpu")
+    proc = subprocess.run([sys.executable, "bench/bench_optimizer.py", "--quick", "--out",
+                           str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    assert text in proc.stdout and "ERROR" not in text
+    for row in ("| `(A@B)@v` n=64 |", "| naive min-distance N=M=64 D=16 |",
+                "| softmax rows 64x64 |"):
+        assert row in text

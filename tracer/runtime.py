@@ -14,6 +14,7 @@ import opt
 from ir import Node, format_graph, make, toposort
 from ir.config import CONFIG
 from ir.stats import STATS
+from . import plans
 from .array import Var, ndarray, pending_vars, apply_step_numpy
 
 
@@ -69,13 +70,16 @@ def evaluate_vars(vars_: list[Var]) -> None:
 def execute(roots: list[Node]) -> list:
     STATS.evaluations += 1
     t0 = time.perf_counter()
-    res = opt.optimize(roots)
+    program, res, bind = plans.plan(roots, backend())
     STATS.optimize_s += time.perf_counter() - t0
-    program = cuda_kernels.lower(res.roots, backend())
-    bufs = cuda_kernels.run(program)
+    STATS.plan_cache_hits += res is None
+    bufs = cuda_kernels.run(program, bind)
     if CONFIG.debug >= 1:
-        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, "
-              f"optimize {res.seconds * 1e3:.2f} ms", file=sys.stderr)
+        how = "cached plan" if res is None else f"optimize {res.seconds * 1e3:.2f} ms"
+        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}",
+              file=sys.stderr)
+    if res is None:
+        return bufs
     if CONFIG.debug >= 2:
         print(format_graph(res.roots), file=sys.stderr)
     if CONFIG.debug >= 3:
