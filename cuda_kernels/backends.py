@@ -150,7 +150,13 @@ class CpuBackend:
         record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
 
     def run_node(self, n: Node, args: list):
-        """Views, library ops (matmul, concatenate, setslice) and interpreter fallbacks."""
+        """Views, library ops (matmul, concatenate, setslice) and interpreter fallbacks. A
+        matmul writes into a pooled buffer (BLAS through np.matmul's `out`)."""
+        if n.op == "matmul" and n.ndim >= 2 and n.nbytes >= HostPool.MIN_BYTES:
+            a, b = args
+            a = np.swapaxes(a, -1, -2) if n.attr("ta") else a
+            b = np.swapaxes(b, -1, -2) if n.attr("tb") else b
+            return np.matmul(a, b, out=self.pool.empty(n.shape, n.dtype))
         return eval_node(n, args)
 
 
