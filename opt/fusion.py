@@ -240,28 +240,8 @@ def _mergeable(f: Node, consumers: list[Node]) -> bool:
 
 def _inline(c: Node, merged: dict[int, Node]) -> Node:
     """Consumer fusion c with every merged producer's body substituted for its param."""
-    ext: list[Node] = []
-    index: dict[int, int] = {}
-
-    def param(src: Node) -> Node:
-        if id(src) not in index:
-            index[id(src)] = len(ext)
-            ext.append(src)
-        return make("param", (), src.shape, src.dtype, (("index", index[id(src)]),))
-
-    def subst(body: Node, inputs: tuple[Node, ...]) -> Node:
-        new: dict[int, Node] = {}
-        for n in toposort([body]):
-            if n.op == "param":
-                src = inputs[n.attr("index")]
-                f = merged.get(id(src))
-                new[id(n)] = subst(f.attr("body"), f.inputs) if f is not None else param(src)
-            else:
-                new[id(n)] = with_inputs(n, tuple(new[id(i)] for i in n.inputs))
-        return new[id(body)]
-
-    body = subst(c.attr("body"), c.inputs)
-    return make("fusion", tuple(ext), c.shape, c.dtype, (("body", body), ("kind", c.attr("kind"))))
+    (body,), ext = _substitute([(c.attr("body"), c.inputs)], merged)
+    return make("fusion", ext, c.shape, c.dtype, (("body", body), ("kind", c.attr("kind"))))
 
 
 def fusion_merger(roots: list[Node]) -> list[Node]:
@@ -303,6 +283,14 @@ def _kind_of(body: Node) -> str | None:
 def _combine_bodies(parts: list[tuple[Node, tuple[Node, ...]]], inline: dict[int, Node]):
     """One tuple body from several (body, inputs) parts; fusions in `inline` (by id of the
     node a param reads) are computed in place of that param. Returns (body, inputs)."""
+    bodies, ext = _substitute(parts, inline)
+    outs = [o for b in bodies for o in fusion_outputs(b)]
+    return make("tuple", tuple(outs), (), TUPLE_DTYPE), ext
+
+
+def _substitute(parts: list[tuple[Node, tuple[Node, ...]]], inline: dict[int, Node]):
+    """The parts' bodies over one shared list of params; a param reading a fusion in `inline`
+    (by id) becomes that fusion's body. Returns (bodies, inputs)."""
     ext: list[Node] = []
     index: dict[int, int] = {}
 
@@ -323,8 +311,8 @@ def _combine_bodies(parts: list[tuple[Node, tuple[Node, ...]]], inline: dict[int
                 new[id(n)] = with_inputs(n, tuple(new[id(i)] for i in n.inputs))
         return new[id(body)]
 
-    outs = [o for body, inputs in parts for o in fusion_outputs(subst(body, inputs))]
-    return make("tuple", tuple(outs), (), TUPLE_DTYPE), tuple(ext)
+    bodies = [subst(body, inputs) for body, inputs in parts]
+    return bodies, tuple(ext)
 
 
 def _ancestors(order: list[Node]) -> dict[int, int]:
