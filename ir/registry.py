@@ -23,6 +23,7 @@ class Kind(enum.Enum):
     MOVEMENT = "movement"
     CONTRACTION = "contraction"
     UPDATE = "update"        # dynamic-update-slice family
+    GATHER = "gather"        # integer-array indexing
     OTHER = "other"          # concatenate and friends: run as library calls
 
 
@@ -402,6 +403,40 @@ def _concat_shape(shapes, attrs):
 
 register(OpDef("concatenate", Kind.OTHER, -1, _concat_shape, _same_dtype,
                ref=lambda *xs, axis: np.concatenate(xs, axis=axis)))
+
+
+# gather(x, i0, .., ik-1): NumPy's integer-array indexing of axes `axes` of x by index arrays
+# of one (broadcast) shape B; every other axis of x is taken whole (basic indices are views
+# applied before). The B axes replace the indexed ones where those are adjacent in the user's
+# key, else (`front`) they come first, as NumPy places them. Negative indices count from the
+# end; an index out of bounds raises NumPy's IndexError.
+
+def _gather_shape(shapes, attrs):
+    x, idx = shapes[0], shapes[1:]
+    axes, front = attrs["axes"], attrs["front"]
+    b = tuple(np.broadcast_shapes(*idx)) if idx else ()
+    if any(i != b for i in idx) or len(idx) != len(axes) or not axes:
+        raise ValueError(f"gather wants index arrays of one shape for axes {axes}, got {idx}")
+    if not front and list(axes) != list(range(axes[0], axes[0] + len(axes))):
+        raise ValueError(f"gather: axes {axes} are not adjacent")
+    rest = tuple(d for k, d in enumerate(x) if k not in axes)
+    if front:
+        return b + rest
+    return x[:axes[0]] + b + x[axes[-1] + 1:]
+
+
+def _gather_ref(x, *idx, axes, front):
+    key = [slice(None)] * x.ndim
+    for d, i in zip(axes, idx):
+        key[d] = i
+    out = x[tuple(key)]
+    nb = idx[0].ndim
+    if front and axes[0] > 0 and list(axes) == list(range(axes[0], axes[0] + len(axes))):
+        out = np.moveaxis(out, list(range(axes[0], axes[0] + nb)), list(range(nb)))
+    return out
+
+
+register(OpDef("gather", Kind.GATHER, -1, _gather_shape, _same_dtype, ref=_gather_ref))
 
 
 # Multi-output fusions: a fusion whose body is a `tuple` of output values has the tuple type

@@ -1,7 +1,7 @@
 """Basic indexing (ints, slices, None, Ellipsis) as views, and writes through views.
 
-Advanced indexing (integer arrays, masks) is not lazy yet: it evaluates its operands, runs NumPy,
-and is counted as a fallback.
+Reads with integer arrays or masks are lazy gathers (gather.py). Writes with them are not lazy
+yet: they evaluate their operands, run NumPy, and are counted as a fallback.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from ir import Node
 from . import graph as G
+from .gather import gather
 from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
                     apply_step_numpy, traced)
 
@@ -87,6 +88,9 @@ def getitem(a: ndarray, key):
             return ndarray._from_node(view._node)
         return view
     _check_key(a, key)
+    out = gather(a, key)
+    if out is not None:
+        return out
     from .runtime import fallback_call
     return fallback_call("ndarray.__getitem__", lambda x, k: x[k], (a, key), {})
 
