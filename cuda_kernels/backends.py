@@ -14,6 +14,7 @@ from ir import Node
 from ir.interp import eval_node
 from ir.stats import STATS
 from . import cpu
+from .scatter_cpu import run_scatter
 
 
 @dataclass
@@ -157,6 +158,8 @@ class CpuBackend:
             a = np.swapaxes(a, -1, -2) if n.attr("ta") else a
             b = np.swapaxes(b, -1, -2) if n.attr("tb") else b
             return np.matmul(a, b, out=self.pool.empty(n.shape, n.dtype))
+        if n.op == "scatter":
+            return run_scatter(n, args, self.pool.empty)
         return eval_node(n, args)
 
 

@@ -16,7 +16,7 @@ from .cpu import is_flat
 from .emit import Emitter
 
 VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
-LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather")
+LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter")
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
 
 

@@ -24,6 +24,7 @@ class Kind(enum.Enum):
     CONTRACTION = "contraction"
     UPDATE = "update"        # dynamic-update-slice family
     GATHER = "gather"        # integer-array indexing
+    SCATTER = "scatter"      # integer-array writes
     OTHER = "other"          # concatenate and friends: run as library calls
 
 
@@ -437,6 +438,43 @@ def _gather_ref(x, *idx, axes, front):
 
 
 register(OpDef("gather", Kind.GATHER, -1, _gather_shape, _same_dtype, ref=_gather_ref))
+
+
+# scatter(x, i0, .., ik-1, v): x with the elements that gather(x, i0, ..) reads replaced by v
+# (mode "set": NumPy's `x[key] = v`, the last of duplicate indices wins), or combined with them
+# by a ufunc (mode "add", "multiply", ...: NumPy's `ufunc.at`, duplicates accumulate). v has the
+# gather's shape and keeps its own dtype: NumPy casts it as it does for these calls.
+
+def _scatter_shape(shapes, attrs):
+    if _gather_shape(shapes[:-1], attrs) != tuple(shapes[-1]):
+        raise ValueError(f"scatter value shape {shapes[-1]} differs from the indexed shape")
+    return shapes[0]
+
+
+def scatter_key(ndim: int, idx, v, axes, front):
+    """(NumPy key, value laid out for it) of a scatter: NumPy itself puts B first only for
+    non-adjacent axes, so a `front` scatter of adjacent axes moves v's B axes in place."""
+    key = [slice(None)] * ndim
+    for d, i in zip(axes, idx):
+        key[d] = i
+    nb = idx[0].ndim
+    if front and axes[0] > 0 and list(axes) == list(range(axes[0], axes[0] + len(axes))):
+        v = np.moveaxis(v, list(range(nb)), list(range(axes[0], axes[0] + nb)))
+    return tuple(key), v
+
+
+def _scatter_ref(x, *args, axes, front, mode):
+    *idx, v = args
+    key, v = scatter_key(x.ndim, idx, v, axes, front)
+    out = np.array(x, copy=True)
+    if mode == "set":
+        out[key] = v
+    else:
+        getattr(np, mode).at(out, key, v)
+    return out
+
+
+register(OpDef("scatter", Kind.SCATTER, -1, _scatter_shape, _same_dtype, ref=_scatter_ref))
 
 
 # Multi-output fusions: a fusion whose body is a `tuple` of output values has the tuple type

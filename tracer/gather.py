@@ -16,10 +16,12 @@ when the gather runs (NumPy's IndexError, raised from evaluation).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import graph as G
-from .array import asarray_node, ndarray, proxy
+from .array import asarray_node, ndarray, proxy, shape_str
 
 _BASIC = (slice, type(None), type(Ellipsis))
 
@@ -86,8 +88,16 @@ def _check(a: ndarray, key: tuple) -> None:
     proxy(shape)[tuple(pkey)]
 
 
-def gather(a: ndarray, key: tuple) -> ndarray | None:
-    """a[key] for a key with integer arrays or masks; None for keys left to the fallback."""
+class _Indexed(NamedTuple):
+    """A key resolved against an array: the view `x` taking its slices, the index nodes
+    (broadcast to one shape), the gather attributes, and the result shape with None axes."""
+    x: ndarray
+    nodes: list
+    attrs: tuple
+    shape: tuple
+
+
+def _resolve(a: ndarray, key: tuple) -> _Indexed | None:
     key = _expand(key, a.ndim)
     if key is None:
         return None
@@ -116,8 +126,6 @@ def gather(a: ndarray, key: tuple) -> ndarray | None:
     b = tuple(np.broadcast_shapes(*(i.shape for i in idx)))
     x = a if all(k == slice(None) for k in slices) else a[tuple(slices)]
     nodes = [G.broadcast(asarray_node(i), b) for i in idx]
-    out = G._typed("gather", (x._node, *nodes),
-                   (("axes", tuple(d for d, _, _ in adv)), ("front", front)))
     shape: list[int] = list(b) if front else []
     placed = front
     for p in places:
@@ -128,6 +136,81 @@ def gather(a: ndarray, key: tuple) -> ndarray | None:
         elif not placed:
             shape += b
             placed = True
-    if tuple(shape) != out.shape:
-        out = G.reshape(out, tuple(shape))
+    attrs = (("axes", tuple(d for d, _, _ in adv)), ("front", front))
+    return _Indexed(x, nodes, attrs, tuple(shape))
+
+
+def gather(a: ndarray, key: tuple) -> ndarray | None:
+    """a[key] for a key with integer arrays or masks; None for keys left to the fallback."""
+    r = _resolve(a, key)
+    if r is None:
+        return None
+    out = G._typed("gather", (r.x._node, *r.nodes), r.attrs)
+    if r.shape != out.shape:
+        out = G.reshape(out, r.shape)
     return ndarray._from_node(out)
+
+
+def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
+    """a[key] = value (mode "set") or ufunc.at(a, key, value) (mode: the ufunc's name), as a
+    write of a `scatter` node through a's view. False for keys left to the fallback. The
+    value keeps its dtype (NumPy casts it in the scatter); a Python scalar is first given the
+    dtype NumPy's loop reads it in."""
+    from .indexing import _value_node, assign_full
+    r = _resolve(a, key)
+    if r is None:
+        return False
+    vshape = tuple(value.shape) if isinstance(value, (ndarray, np.ndarray)) else np.shape(value)
+    while len(vshape) > len(r.shape) and vshape[0] == 1:  # NumPy drops leading unit axes
+        vshape = vshape[1:]
+    try:
+        ok = tuple(np.broadcast_shapes(vshape, r.shape)) == r.shape
+    except ValueError:
+        ok = False
+    if not ok and mode != "set":
+        raise ValueError("array is not broadcastable to correct shape")  # NumPy's ufunc.at
+    if not ok:
+        raise ValueError(f"shape mismatch: value array of shape {shape_str(vshape)} could not "
+                         f"be broadcast to indexing result of shape {shape_str(r.shape)}")
+    if mode == "set":
+        v = _value_node(value, ndarray._from_node(G._typed("gather", (r.x._node, *r.nodes),
+                                                            r.attrs)))
+    else:
+        v = value._node if isinstance(value, ndarray) else asarray_node(value)
+        while v.ndim > len(r.shape):
+            v = G.reshape(v, v.shape[1:])
+        v = G.broadcast(v, r.shape)
+    gshape = _gather_shape(r)
+    if v.shape != gshape:
+        v = G.reshape(v, gshape)
+    new = G._typed("scatter", (r.x._node, *r.nodes, v), r.attrs + (("mode", mode),))
+    assign_full(r.x, new)
+    return True
+
+
+def _gather_shape(r: _Indexed) -> tuple:
+    from ir.registry import OPS
+    return OPS["gather"].shape_rule([r.x.shape] + [n.shape for n in r.nodes], dict(r.attrs))
+
+
+def ufunc_at(uf: np.ufunc, a, indices, b) -> bool:
+    """uf.at(a, indices, b) as a scatter into lazy `a`; False where the fallback runs NumPy
+    (unary ufuncs, dtypes NumPy refuses, keys this module leaves)."""
+    if not isinstance(a, ndarray) or uf.nin != 2 or b is None:
+        return False
+    if not isinstance(b, (ndarray, np.ndarray, np.generic, int, float, complex)):
+        b = np.asarray(b)  # a sequence: an array of NumPy's default dtype (not weak)
+    bt = b.dtype if isinstance(b, (ndarray, np.ndarray, np.generic)) else type(b)
+    try:
+        loop = uf.resolve_dtypes((a.dtype, bt, None))
+    except (TypeError, ValueError):
+        return False
+    if loop[0] != a.dtype and not np.can_cast(a.dtype, loop[0], "same_kind") or \
+            not np.can_cast(loop[2], a.dtype, "same_kind"):
+        return False
+    if not isinstance(b, (ndarray, np.ndarray, np.generic)):
+        b = np.asarray(b, dtype=loop[1])  # a Python scalar: weak, in the loop's dtype
+    key = indices if isinstance(indices, tuple) else (indices,)
+    if not a._view.writeable:
+        raise ValueError("output array is read-only")
+    return scatter(a, key, b, uf.__name__)

@@ -1,7 +1,7 @@
 """Basic indexing (ints, slices, None, Ellipsis) as views, and writes through views.
 
-Reads with integer arrays or masks are lazy gathers (gather.py). Writes with them are not lazy
-yet: they evaluate their operands, run NumPy, and are counted as a fallback.
+Reads and writes with integer arrays or masks are lazy gathers and scatters (gather.py); the
+keys that module leaves (a scalar bool index) evaluate, run NumPy, and count as a fallback.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from ir import Node
 from . import graph as G
-from .gather import gather
+from .gather import gather, scatter
 from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
                     apply_step_numpy, traced)
 
@@ -147,6 +147,8 @@ def setitem(a: ndarray, key, value) -> None:
         assign_full(target, _value_node(value, target, _is_scalar_key(a, key)))
         return
     _check_key(a, key)
+    if scatter(a, key, value):
+        return
     from .runtime import count_fallback, to_numpy
     count_fallback("ndarray.__setitem__")
     var = a._var

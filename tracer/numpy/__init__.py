@@ -16,7 +16,8 @@ from ..runtime import fallback_call as _fallback_call
 
 
 class ufunc:
-    """A NumPy ufunc that records lazily; other methods (outer, at, ...) fall back to NumPy."""
+    """A NumPy ufunc that records lazily (calls, reduce, at); other methods (outer, ...) fall
+    back to NumPy."""
 
     def __init__(self, uf: _np.ufunc):
         self._uf = uf
@@ -29,6 +30,14 @@ class ufunc:
     def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_np._NoValue,
                where=True):
         return _R.reduce(self._uf, array, axis, dtype, out, keepdims, initial, where)
+
+    def at(self, a, indices, b=None):
+        """NumPy's unbuffered in-place `ufunc.at`: duplicate indices accumulate. Lazy (a
+        scatter) for binary ufuncs into lazy arrays; otherwise NumPy runs it."""
+        from ..gather import ufunc_at
+        if not ufunc_at(self._uf, a, indices, b):
+            args = (a, indices) if b is None else (a, indices, b)
+            _fallback_call(f"{self.__name__}.at", self._uf.at, args, {})
 
     def __getattr__(self, name):
         attr = getattr(self._uf, name)

@@ -1,0 +1,91 @@
+"""Scatters on the cpu backend. The result is a copy of the operand (into a pooled buffer) with
+the update applied in place: NumPy's indexing for `x[key] = v`, and for `add.at` along the
+first axis a compiled loop (NumPy's `ufunc.at` is a slow generic path), in index order, so
+every sum is NumPy's. Many updates into few bins split over threads into private bins that
+are added in thread order afterwards: exact for integers, a different (still deterministic)
+summation order for float64; float32 always runs in NumPy's order.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ir import Node
+from ir.interp import eval_node
+from ir.registry import scatter_key
+
+PRIVATE_MIN_UPDATES = 1 << 16   # below this, threads cost more than they save
+PRIVATE_MAX_BYTES = 64 << 20    # private bins of all threads together
+
+
+@njit(cache=True)
+def _first_bad(idx, n):
+    for q in range(idx.shape[0]):
+        if idx[q] >= n or idx[q] < -n:
+            return q
+    return -1
+
+
+@njit(cache=True)
+def _add_rows(out, idx, v):
+    n, m = out.shape
+    for q in range(idx.shape[0]):
+        i = idx[q]
+        if i < 0:
+            i += n
+        for j in range(m):
+            out[i, j] += v[q, j]
+
+
+@njit(parallel=True, cache=True)
+def _add_rows_private(out, idx, v, nt):
+    n, m = out.shape
+    k = idx.shape[0]
+    parts = np.zeros((nt, n, m), out.dtype)
+    chunk = (k + nt - 1) // nt
+    for t in prange(nt):
+        for q in range(t * chunk, min(k, (t + 1) * chunk)):
+            i = idx[q]
+            if i < 0:
+                i += n
+            for j in range(m):
+                parts[t, i, j] += v[q, j]
+    for i in prange(n):
+        for t in range(nt):
+            for j in range(m):
+                out[i, j] += parts[t, i, j]
+
+
+def _fast_add(n: Node, x, idx, v) -> bool:
+    """add.at along axis 0 by one index array, values already in x's dtype."""
+    return n.attr("mode") == "add" and n.attr("axes") == (0,) and v.dtype == x.dtype and \
+        x.dtype.kind in "iuf" and x.dtype.itemsize >= 4 and idx.dtype.kind in "iu" and x.ndim >= 1
+
+
+def run_scatter(n: Node, args: list, empty) -> np.ndarray:
+    x, *idx, v = args
+    if n.attr("mode") != "set" and not (len(idx) == 1 and _fast_add(n, x, idx[0], v)):
+        return eval_node(n, args)
+    out = empty(x.shape, x.dtype)
+    np.copyto(out, x)
+    if n.attr("mode") == "set":
+        key, v = scatter_key(x.ndim, idx, v, n.attr("axes"), n.attr("front"))
+        out[key] = v
+        return out
+    ix = np.ascontiguousarray(idx[0]).reshape(-1).astype(np.int64, copy=False)
+    rows = x.shape[0]
+    bad = _first_bad(ix, rows)
+    if bad >= 0:
+        raise IndexError(f"index {ix[bad]} is out of bounds for axis 0 with size {rows}")
+    o2 = out.reshape(rows, -1)
+    v2 = np.ascontiguousarray(v).reshape(ix.shape[0], o2.shape[1])
+    nt = numba.get_num_threads()
+    if nt > 1 and ix.shape[0] >= PRIVATE_MIN_UPDATES and x.dtype != np.float32 and \
+            nt * out.nbytes <= PRIVATE_MAX_BYTES and math.prod(x.shape) > 0:
+        _add_rows_private(o2, ix, v2, nt)
+    else:
+        _add_rows(o2, ix, v2)
+    return out
