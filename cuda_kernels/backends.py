@@ -150,17 +150,37 @@ class CpuBackend:
         disk = new and sum(fn.stats.cache_hits.values()) > hits
         record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
 
-    def run_node(self, n: Node, args: list):
-        """Views, library ops (matmul, concatenate, setslice) and interpreter fallbacks. A
-        matmul writes into a pooled buffer (BLAS through np.matmul's `out`)."""
+    def run_node(self, n: Node, args: list, inplace: bool = False):
+        """Views, library ops (matmul, concatenate, setslice, gather, scatter) and interpreter
+        fallbacks. A matmul writes into a pooled buffer (BLAS through np.matmul's `out`); an
+        update writes into its operand when the plan says `inplace`, else into a copy."""
         if n.op == "matmul" and n.ndim >= 2 and n.nbytes >= HostPool.MIN_BYTES:
             a, b = args
             a = np.swapaxes(a, -1, -2) if n.attr("ta") else a
             b = np.swapaxes(b, -1, -2) if n.attr("tb") else b
             return np.matmul(a, b, out=self.pool.empty(n.shape, n.dtype))
         if n.op == "scatter":
-            return run_scatter(n, args, self.pool.empty)
+            return run_scatter(n, args, self._update_target(args[0], inplace))
+        if n.op == "setslice":
+            out = self._update_target(args[0], inplace)(args[0].shape, args[0].dtype)
+            out[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in n.attr("slices"))] = args[1]
+            return out
         return eval_node(n, args)
+
+    def _update_target(self, x: np.ndarray, inplace: bool):
+        """allocate(shape, dtype) for an update's result holding x's values: x itself in
+        place; zero pages from the OS (untouched until written) for a broadcast zero, as the
+        first write into `np.zeros(...)` has; else a pooled copy."""
+        def allocate(shape, dtype):
+            if inplace and x.flags.writeable:
+                return x
+            if x.size and not any(x.strides) and x.dtype.kind in "biuf" and x.flat[0] == 0 \
+                    and not np.signbit(x.flat[0]):
+                return np.zeros(shape, dtype)
+            out = self.pool.empty(shape, dtype)
+            np.copyto(out, x)
+            return out
+        return allocate
 
 
 _BACKENDS: dict[str, Any] = {"cpu": CpuBackend()}

@@ -642,7 +642,7 @@ class CudaBackend:
         record_launch(time.perf_counter() - t0, new, recompile=new and before > 0)
 
     # ---- non-fusion nodes
-    def run_node(self, n: Node, args: list):
+    def run_node(self, n: Node, args: list, inplace: bool = False):
         """Views and library ops on the device when their dtypes have kernels; everything else
         (interpreter ops) round-trips through the host. See the module docstring."""
         out = None

@@ -7,14 +7,11 @@ summation order for float64; float32 always runs in NumPy's order.
 """
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 from numba import njit, prange
 
 from ir import Node
-from ir.interp import eval_node
 from ir.registry import scatter_key
 
 PRIVATE_MIN_UPDATES = 1 << 16   # below this, threads cost more than they save
@@ -66,26 +63,33 @@ def _fast_add(n: Node, x, idx, v) -> bool:
 
 
 def run_scatter(n: Node, args: list, empty) -> np.ndarray:
+    """`empty(shape, dtype)` gives the result array, already holding x's values (x itself when
+    the update runs in place, else a copy)."""
     x, *idx, v = args
-    if n.attr("mode") != "set" and not (len(idx) == 1 and _fast_add(n, x, idx[0], v)):
-        return eval_node(n, args)
+    mode = n.attr("mode")
     out = empty(x.shape, x.dtype)
-    np.copyto(out, x)
-    if n.attr("mode") == "set":
-        key, v = scatter_key(x.ndim, idx, v, n.attr("axes"), n.attr("front"))
-        out[key] = v
+    if mode != "set" and len(idx) == 1 and _fast_add(n, x, idx[0], v):
+        _add_first_axis(out, idx[0], v)
         return out
-    ix = np.ascontiguousarray(idx[0]).reshape(-1).astype(np.int64, copy=False)
-    rows = x.shape[0]
+    key, v = scatter_key(x.ndim, idx, v, n.attr("axes"), n.attr("front"))
+    if mode == "set":
+        out[key] = v
+    else:
+        getattr(np, mode).at(out, key, v)
+    return out
+
+
+def _add_first_axis(out: np.ndarray, idx: np.ndarray, v: np.ndarray) -> None:
+    ix = np.ascontiguousarray(idx).reshape(-1).astype(np.int64, copy=False)
+    rows = out.shape[0]
     bad = _first_bad(ix, rows)
     if bad >= 0:
         raise IndexError(f"index {ix[bad]} is out of bounds for axis 0 with size {rows}")
     o2 = out.reshape(rows, -1)
     v2 = np.ascontiguousarray(v).reshape(ix.shape[0], o2.shape[1])
     nt = numba.get_num_threads()
-    if nt > 1 and ix.shape[0] >= PRIVATE_MIN_UPDATES and x.dtype != np.float32 and \
-            nt * out.nbytes <= PRIVATE_MAX_BYTES and math.prod(x.shape) > 0:
+    if nt > 1 and ix.shape[0] >= PRIVATE_MIN_UPDATES and out.dtype != np.float32 and \
+            nt * out.nbytes <= PRIVATE_MAX_BYTES and out.size > 0:
         _add_rows_private(o2, ix, v2, nt)
     else:
         _add_rows(o2, ix, v2)
-    return out

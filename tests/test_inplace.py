@@ -1,0 +1,59 @@
+"""Buffer assignment for updates (cpu): slice writes and scatters write into their operand's
+buffer when nothing else still reads the old value, and copy only when something does."""
+from __future__ import annotations
+
+import numpy
+
+import tracer
+import tracer.numpy as np
+
+
+def test_row_loop_through_a_reshape_copies_nothing():
+    buf = np.zeros((100, 50), np.float32)
+    view = buf.reshape(10, 10, 50)
+    rows = numpy.arange(100 * 50, dtype=numpy.float32).reshape(100, 50)
+    for i in range(100):
+        view[i // 10, i % 10] = rows[i]
+    plan = tracer.explain(buf)
+    assert plan.bytes_copied == 0 and plan.peak_bytes == 0 and plan.kernels == []
+    numpy.testing.assert_array_equal(numpy.asarray(buf), rows)
+
+
+def test_a_live_reader_of_the_old_value_forces_one_copy():
+    h = numpy.arange(12.0).reshape(3, 4)
+    a = np.asarray(h) * 2            # computed here: a candidate for in-place writes
+    before = a * 1                   # still reads a's old value after the write
+    a[1] = -1.0
+    plan = tracer.explain(a, before)
+    assert plan.bytes_copied == a.nbytes
+    got_a, got_before = tracer.evaluate(a, before)
+    want = h * 2
+    numpy.testing.assert_array_equal(numpy.asarray(got_before), want)
+    want[1] = -1.0
+    numpy.testing.assert_array_equal(numpy.asarray(got_a), want)
+
+
+def test_scatter_into_a_computed_buffer_is_in_place():
+    h = numpy.arange(6.0)
+    a = np.asarray(h) * 1.5
+    np.add.at(a, [0, 0, 5], 1.0)
+    a[[2, 3]] = 7.0
+    assert tracer.explain(a).bytes_copied == 0
+    want = h * 1.5
+    numpy.add.at(want, [0, 0, 5], 1.0)
+    want[[2, 3]] = 7.0
+    numpy.testing.assert_array_equal(numpy.asarray(a), want)
+
+
+def test_writes_into_an_evaluated_array_leave_earlier_snapshots_alone():
+    a = np.asarray(numpy.arange(5.0)) + 1
+    snap = numpy.asarray(a)          # evaluates a: later writes must not reach this snapshot
+    a[[0, 4]] = 0.0
+    a[1:3] = 9.0
+    numpy.testing.assert_array_equal(snap, numpy.arange(5.0) + 1)
+    numpy.testing.assert_array_equal(numpy.asarray(a), [0.0, 9.0, 9.0, 4.0, 0.0])
+
+
+def test_fill_of_negative_zero_keeps_its_sign():
+    got = numpy.asarray(np.full((4,), -0.0))
+    assert numpy.signbit(got).all()
