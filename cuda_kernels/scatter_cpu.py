@@ -19,41 +19,81 @@ PRIVATE_MAX_BYTES = 64 << 20    # private bins of all threads together
 
 
 @njit(cache=True)
-def _first_bad(idx, n):
-    for q in range(idx.shape[0]):
-        if idx[q] >= n or idx[q] < -n:
-            return q
-    return -1
-
-
-@njit(cache=True)
 def _add_rows(out, idx, v):
+    """out[idx[q]] += v[q] in index order; returns the first q whose index is out of bounds
+    (nothing is added from there on), or -1."""
     n, m = out.shape
     for q in range(idx.shape[0]):
         i = idx[q]
+        if i < -n or i >= n:
+            return q
         if i < 0:
             i += n
-        for j in range(m):
-            out[i, j] += v[q, j]
+        if m == 1:
+            out[i, 0] += v[q, 0]
+        else:
+            for j in range(m):
+                out[i, j] += v[q, j]
+    return -1
 
 
 @njit(parallel=True, cache=True)
 def _add_rows_private(out, idx, v, nt):
+    """As _add_rows, each thread adding a contiguous part of the updates into private bins,
+    then the bins added into out in thread order."""
     n, m = out.shape
     k = idx.shape[0]
     parts = np.zeros((nt, n, m), out.dtype)
+    bad = np.full(nt, k, np.int64)
     chunk = (k + nt - 1) // nt
     for t in prange(nt):
         for q in range(t * chunk, min(k, (t + 1) * chunk)):
             i = idx[q]
+            if i < -n or i >= n:
+                bad[t] = q
+                break
             if i < 0:
                 i += n
-            for j in range(m):
-                parts[t, i, j] += v[q, j]
+            if m == 1:
+                parts[t, i, 0] += v[q, 0]
+            else:
+                for j in range(m):
+                    parts[t, i, j] += v[q, j]
+    first = bad.min()
+    if first < k:
+        return first
     for i in prange(n):
         for t in range(nt):
             for j in range(m):
                 out[i, j] += parts[t, i, j]
+    return -1
+
+
+@njit(parallel=True, cache=True)
+def _add_private_1d(out, idx, v, nt):
+    """_add_rows_private for one element per row (the common `add.at(bins, idx, vals)`)."""
+    n = out.shape[0]
+    k = idx.shape[0]
+    parts = np.zeros((nt, n), out.dtype)
+    bad = np.full(nt, k, np.int64)
+    chunk = (k + nt - 1) // nt
+    for t in prange(nt):
+        p = parts[t]
+        for q in range(t * chunk, min(k, (t + 1) * chunk)):
+            i = idx[q]
+            if i < -n or i >= n:
+                bad[t] = q
+                break
+            if i < 0:
+                i += n
+            p[i] += v[q]
+    first = bad.min()
+    if first < k:
+        return first
+    for i in prange(n):
+        for t in range(nt):
+            out[i] += parts[t, i]
+    return -1
 
 
 def _fast_add(n: Node, x, idx, v) -> bool:
@@ -82,14 +122,14 @@ def run_scatter(n: Node, args: list, empty) -> np.ndarray:
 def _add_first_axis(out: np.ndarray, idx: np.ndarray, v: np.ndarray) -> None:
     ix = np.ascontiguousarray(idx).reshape(-1).astype(np.int64, copy=False)
     rows = out.shape[0]
-    bad = _first_bad(ix, rows)
-    if bad >= 0:
-        raise IndexError(f"index {ix[bad]} is out of bounds for axis 0 with size {rows}")
     o2 = out.reshape(rows, -1)
     v2 = np.ascontiguousarray(v).reshape(ix.shape[0], o2.shape[1])
     nt = numba.get_num_threads()
     if nt > 1 and ix.shape[0] >= PRIVATE_MIN_UPDATES and out.dtype != np.float32 and \
             nt * out.nbytes <= PRIVATE_MAX_BYTES and out.size > 0:
-        _add_rows_private(o2, ix, v2, nt)
+        bad = _add_private_1d(o2[:, 0], ix, v2[:, 0], nt) if o2.shape[1] == 1 else \
+            _add_rows_private(o2, ix, v2, nt)
     else:
-        _add_rows(o2, ix, v2)
+        bad = _add_rows(o2, ix, v2)
+    if bad >= 0:
+        raise IndexError(f"index {ix[bad]} is out of bounds for axis 0 with size {rows}")

@@ -153,16 +153,17 @@ def test_random_add_at_matches_numpy(idx, kind):
     _same(t, h)
 
 
+@pytest.mark.parametrize("cols", [(), (3,)])
 @pytest.mark.parametrize("dtype", [numpy.int64, numpy.float64, numpy.float32])
-def test_many_updates_into_few_bins(dtype, rng):
+def test_many_updates_into_few_bins(dtype, cols, rng):
     """Past PRIVATE_MIN_UPDATES the cpu backend adds in private per-thread bins: integers stay
     exact, float64 sums may round differently from NumPy's sequential order; float32 keeps
     NumPy's order."""
     from cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
     k = PRIVATE_MIN_UPDATES + 123
     idx = rng.integers(-300, 300, k)
-    vals = (rng.standard_normal(k) * 100).astype(dtype)
-    h, t = numpy.zeros(300, dtype), np.zeros(300, dtype)
+    vals = (rng.standard_normal((k,) + cols) * 100).astype(dtype)
+    h, t = numpy.zeros((300,) + cols, dtype), np.zeros((300,) + cols, dtype)
     numpy.add.at(h, idx, vals)
     np.add.at(t, idx, vals)
     got = numpy.asarray(t)

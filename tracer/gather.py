@@ -70,7 +70,17 @@ def _expand(key: tuple, ndim: int) -> list | None:
 
 
 def _check(a: ndarray, key: tuple) -> None:
-    """NumPy's errors for this key (out of bounds, shape mismatch, bad mask, bad dtype)."""
+    """NumPy's errors for this key (out of bounds, shape mismatch, bad mask, bad dtype).
+    Lazy index arrays stand in as zeros; where all index arrays are lazy, their shapes are
+    checked here and they stand in as 0-d zeros, so the proxy does no per-index work."""
+    lazy = [k.shape for k, _ in key if isinstance(k, ndarray)]
+    host = any(isinstance(k, (np.ndarray, tuple)) for k, _ in key)
+    if lazy and not host:
+        try:
+            np.broadcast_shapes(*lazy)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                             f"with shapes {' '.join(shape_str(s) for s in lazy)} ") from None
     shape, pkey, ax = [], [], 0
     for k, _ in key:
         if k is None:
@@ -82,8 +92,9 @@ def _check(a: ndarray, key: tuple) -> None:
             pkey.append(k[1])
             continue
         shape.append(1 if isinstance(k, slice) else a.shape[ax])
-        pkey.append(slice(None) if isinstance(k, slice) else
-                    np.zeros(k.shape, np.intp) if isinstance(k, ndarray) else k)
+        if isinstance(k, ndarray):
+            k = np.broadcast_to(np.intp(0), k.shape) if host else np.intp(0)
+        pkey.append(slice(None) if isinstance(k, slice) else k)
         ax += 1
     proxy(shape)[tuple(pkey)]
 
