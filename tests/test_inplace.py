@@ -57,3 +57,11 @@ def test_writes_into_an_evaluated_array_leave_earlier_snapshots_alone():
 def test_fill_of_negative_zero_keeps_its_sign():
     got = numpy.asarray(np.full((4,), -0.0))
     assert numpy.signbit(got).all()
+
+
+def test_indexing_benchmark_quick_run(tmp_path):
+    from bench import bench_indexing
+    out = tmp_path / "indexing.md"
+    assert bench_indexing.main(["--quick", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "row writes" in text and text.count("add.at") == 2 and "bytes_copied 0" in text
