@@ -147,3 +147,19 @@ def test_random_keys_match_numpy(data):
             np.asarray(h)[key]
         return
     _same(np.asarray(h)[key], want)
+
+
+def test_nonzero_where_argwhere_evaluate_then_stay_lazy():
+    h = numpy.array([[0, 3, 0], [4, 0, 5]])
+    x = np.asarray(h)
+    before = tracer.stats().fallbacks
+    for got, want in [(np.nonzero(x), numpy.nonzero(h)), (x.nonzero(), h.nonzero()),
+                      (np.where(x > 3), numpy.where(h > 3))]:
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    _same(np.argwhere(x), numpy.argwhere(h))
+    _same(x[np.nonzero(x)] * 2, h[numpy.nonzero(h)] * 2)
+    assert tracer.stats().fallbacks == before
+    with pytest.raises(ValueError, match="Calling nonzero on 0d arrays"):
+        np.nonzero(np.asarray(numpy.float64(1.0)))

@@ -291,10 +291,30 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
 # ------------------------------------------------------------------ where, clip, astype
 
 @traced
+def nonzero(a):
+    """The indices of nonzero elements. How many there are depends on the data: `a` is
+    evaluated, and the index arrays come back as realized lazy arrays that later work reads
+    lazily."""
+    from .runtime import to_numpy
+    host = to_numpy(a) if isinstance(a, ndarray) else np.asarray(_host(a))
+    if host.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar)"
+                         ".nonzero() instead. If the context of this error is of the form "
+                         "`arr.nonzero()`, this error is actually caused by code calling it "
+                         "outside of a ufunc.")
+    return tuple(ndarray._from_node(G.leaf(i)) for i in np.nonzero(host))
+
+
+def argwhere(a):
+    """np.argwhere: like nonzero, evaluates `a` (its result's length depends on the data)."""
+    from .runtime import to_numpy
+    host = to_numpy(a) if isinstance(a, ndarray) else np.asarray(_host(a))
+    return ndarray._from_node(G.leaf(np.argwhere(host)))
+
+
 def where(condition, x=None, y=None):
     if x is None and y is None:
-        from .runtime import fallback_call
-        return fallback_call("where", np.where, (condition,), {})
+        return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
     from .ufuncs import Operand, broadcast_shapes

@@ -177,3 +177,4 @@ ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,
 ndarray.round = lambda self, decimals=0, out=None: _fallback_method(self, "round")(decimals)
 ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
     else _fallback_method(self, "round")(ndigits or 0)
+ndarray.nonzero = lambda self: F.nonzero(self)

@@ -61,7 +61,8 @@ for _mod, _names in [
     (_F, "array asarray full zeros ones empty zeros_like ones_like empty_like full_like arange "
          "linspace eye identity reshape transpose permute_dims swapaxes moveaxis expand_dims "
          "squeeze broadcast_to broadcast_arrays ravel atleast_1d atleast_2d flip flipud fliplr "
-         "copy concatenate stack vstack hstack where clip astype matmul dot vdot size shape ndim"),
+         "copy concatenate stack vstack hstack where clip astype matmul dot vdot size shape ndim "
+         "nonzero argwhere"),
     (_R, "sum prod max min any all mean var std argmax argmin"),
 ]:
     for _n in _names.split():
