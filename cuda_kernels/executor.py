@@ -33,6 +33,7 @@ class Program:
     consts_of: dict[int, list] = field(default_factory=dict)  # a fusion's constant arguments
     inplace: set[int] = field(default_factory=set)  # updates that write into their operand
     fills: dict[int, object] = field(default_factory=dict)  # fusions that only fill a constant
+    dead_after: list = field(default_factory=list)  # per position: values no later node reads
 
 
 def buffer_contiguous(buf) -> bool:
@@ -73,7 +74,22 @@ def lower(roots: list[Node], backend: str) -> Program:
             interpreted.append(n.op)
     peak, copied, inplace = plan_memory(roots, order, backend == "cpu")
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
-                   consts_of, inplace, fills)
+                   consts_of, inplace, fills, _dead_after(order, roots))
+
+
+def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:
+    """The values to let go after each position, so a dead buffer returns to the allocator
+    (the cpu pool hands it out again within the same run)."""
+    last: dict[int, int] = {}
+    for pos, n in enumerate(order):
+        for i in n.inputs:
+            last[id(i)] = pos
+    keep = {id(r) for r in roots}
+    dead: list[list[int]] = [[] for _ in order]
+    for i, pos in last.items():
+        if i not in keep:
+            dead[pos].append(i)
+    return dead
 
 
 UPDATE_OPS = ("setslice", "scatter")
@@ -159,7 +175,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
     be = backends.get(program.backend)
     vals: dict[int, object] = {}
     bind = bind or {}
-    for n in program.order:
+    for pos, n in enumerate(program.order):
         if n.op == "input":
             buf = bind.get(id(n)) or n.attr("buf")
             vals[id(n)] = be.from_buffer(buf) if hasattr(be, "from_buffer") else buf.value
@@ -179,7 +195,10 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
             args = [vals[id(i)] for i in n.inputs]
             vals[id(n)] = be.run_node(n, args, id(n) in program.inplace) \
                 if n.op in UPDATE_OPS else be.run_node(n, args)
+            del args
             STATS.run_s += time.perf_counter() - t0
+        for d in program.dead_after[pos]:
+            vals.pop(d, None)
     out = []
     for r in program.roots:
         v = vals[id(r)]
