@@ -15,6 +15,7 @@ from .distance import euclidean_distance
 from .dots import dot_decompose, dot_merge, matrix_chain
 from .fusion import fusion, fusion_merger, multi_output_fusion
 from .horizontal import horizontal_fusion
+from .scatter_expander import scatter_expander
 from .simplify import constant_folding, cse, dce, simplify
 from .sinking import sink_movement
 from .tree_reduction import tree_reduction
@@ -38,6 +39,8 @@ PIPELINE: list[tuple[str, Pass, str]] = [
     ("dce", dce, "a slice write overwritten by a later write of the same slice is dead"),
     ("tree_reduction", tree_reduction,
      "long reductions with few outputs become two parallel stages of ~sqrt(n), no atomics"),
+    ("scatter_expander", scatter_expander,
+     "scatters and gathers of one constant position become slice writes and slices"),
     ("fusion", fusion, "elementwise chains and reduction prologues/epilogues become one kernel"),
     ("fusion_merger", fusion_merger,
      "a cheap fusion read by other fusions is recomputed in them when that moves fewer bytes"),

@@ -174,3 +174,44 @@ def test_many_updates_into_few_bins(dtype, cols, rng):
     with pytest.raises(IndexError, match="index 300 is out of bounds for axis 0 with size 300"):
         np.add.at(t, np.asarray(numpy.array([1, 300])), 1.0 if dtype != numpy.int64 else 1)
         numpy.asarray(t)
+
+
+def test_one_index_scatters_and_gathers_become_slice_writes_and_slices():
+    from ir import toposort
+    h = numpy.arange(20.0).reshape(4, 5)
+    a = np.asarray(h) * 2
+    a[[3], 2] = 7
+    np.add.at(a, ([1], [-1]), 2.5)
+    np.maximum.at(a, (0, [0]), numpy.float32(100.0))
+    r = a[[2], 1:]
+    plan = tracer.explain(a, r)
+    ops = [n.op for n in toposort(plan.graph_after.roots)]
+    assert "scatter" not in ops and "gather" not in ops and ops.count("setslice") == 3
+    assert plan.bytes_copied == 0  # a is computed here: every write is in place
+    with context(disable_passes={"scatter_expander"}):
+        ops = [n.op for n in toposort(tracer.explain(a).graph_after.roots)]
+        assert ops.count("scatter") == 3
+    want = h * 2
+    want[[3], 2] = 7
+    numpy.add.at(want, ([1], [-1]), 2.5)
+    numpy.maximum.at(want, (0, [0]), numpy.float32(100.0))
+    got_a, got_r = tracer.evaluate(a, r)
+    _same(got_a, want)
+    _same(got_r, want[[2], 1:])
+
+
+def test_scatter_expander_hand_built_graph():
+    from ir.verify import verify
+    from opt.scatter_expander import scatter_expander
+    from tracer import graph as G
+    x = G.leaf(numpy.zeros((3, 4), numpy.float32))
+    i = G.broadcast(G.const(-1, numpy.int64), (1,))
+    v = G.leaf(numpy.ones((1, 4), numpy.float64))
+    s = G._typed("scatter", (x, i, v), (("axes", (0,)), ("front", False), ("mode", "set")))
+    (out,) = scatter_expander([s])
+    verify([out])
+    assert out.op == "setslice" and out.attr("slices") == ((2, 3, 1), (0, 4, 1))
+    assert out.inputs[1].op == "cast"  # float64 values written into float32, as NumPy does
+    many = G._typed("scatter", (x, G.leaf(numpy.array([0, 1])), G.leaf(numpy.ones((2, 4)))),
+                    (("axes", (0,)), ("front", False), ("mode", "add")))
+    assert scatter_expander([many])[0] is many

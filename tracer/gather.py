@@ -136,7 +136,9 @@ def _resolve(a: ndarray, key: tuple) -> _Indexed | None:
     idx = [k if isinstance(k, ndarray) else np.asarray(k) for _, k, _ in adv]
     b = tuple(np.broadcast_shapes(*(i.shape for i in idx)))
     x = a if all(k == slice(None) for k in slices) else a[tuple(slices)]
-    nodes = [G.broadcast(asarray_node(i), b) for i in idx]
+    # one-element host indices become constants, which the scatter expander can read
+    nodes = [G.broadcast(G.const(i.reshape(())[()], i.dtype) if isinstance(i, np.ndarray) and
+                         i.size == 1 else asarray_node(i), b) for i in idx]
     shape: list[int] = list(b) if front else []
     placed = front
     for p in places:
