@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir import Buffer, Node, Slot, toposort
+from ir.liveness import UPDATE_OPS, VIEW_OPS, Storage, consts_only, leaf_const
 from ir.registry import fusion_outputs
 from ir.stats import STATS
 from . import backends
@@ -15,7 +16,6 @@ from .compiler import Kernel, get_kernel
 from .cpu import is_flat
 from .emit import Emitter
 
-VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
 LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter")
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
 
@@ -62,7 +62,7 @@ def lower(roots: list[Node], backend: str) -> Program:
     fills: dict[int, object] = {}
     for n in order:
         if n.op == "fusion" and backend == "cpu" and consts_only(n.attr("body")):
-            fills[id(n)] = const_value(_leaf_const(n.attr("body")))  # np.full: no kernel
+            fills[id(n)] = const_value(leaf_const(n.attr("body")))  # np.full: no kernel
         elif n.op == "fusion":
             work = max([o.size for o in fusion_outputs(n.attr("body"))] +
                        [i.size for i in n.inputs])
@@ -92,20 +92,6 @@ def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:
     return dead
 
 
-UPDATE_OPS = ("setslice", "scatter")
-
-
-def _leaf_const(n: Node) -> Node:
-    while n.op in VIEW_OPS:
-        n = n.inputs[0]
-    return n
-
-
-def consts_only(n: Node) -> bool:
-    """A broadcast (or reshape) of one constant: a fill."""
-    return _leaf_const(n).op == "const"
-
-
 def _fill(shape, dtype, value) -> np.ndarray:
     """np.zeros for +0 (pages come zeroed from the OS, touched only when written), else
     np.full."""
@@ -117,56 +103,11 @@ def _fill(shape, dtype, value) -> np.ndarray:
 def plan_memory(roots: list[Node], order: list[Node], inplace_ok: bool = True
                 ) -> tuple[int, int, set[int]]:
     """Planned peak of intermediate buffers (inputs and requested outputs excluded), the bytes
-    that updates copy, and the updates done in place.
-
-    Views share their input's storage. An update (slice write, scatter) runs in place when the
-    storage it updates was made by this program, is not a result, is read by nothing after it,
-    is not reached through a broadcast, and is not also one of the update's other operands:
-    its result then is that storage, so a chain of row writes into one buffer copies nothing.
-    """
-    alias: dict[int, int] = {}
-    bcast: set[int] = set()  # views that pass through a broadcast (read-only, repeated)
-
-    def find(i: int) -> int:
-        while i in alias:
-            i = alias[i]
-        return i
-
-    for n in order:
-        if n.op in VIEW_OPS:
-            alias[id(n)] = id(n.inputs[0])
-            if n.op == "broadcast_to" or id(n.inputs[0]) in bcast:
-                bcast.add(id(n))
-    last: dict[int, int] = {}
-    for pos, n in enumerate(order):
-        for i in n.inputs:
-            last[find(id(i))] = pos
-    keep = {find(id(r)) for r in roots}
-    made = {id(n) for n in order if n.op not in ("input", "const") and n.op not in VIEW_OPS}
-    copied = 0
-    inplace: set[int] = set()
-    for pos, n in enumerate(order):
-        if n.op in UPDATE_OPS:
-            s = find(id(n.inputs[0]))
-            if inplace_ok and s in made and s not in keep and last.get(s) == pos and \
-                    id(n.inputs[0]) not in bcast and all(find(id(i)) != s for i in n.inputs[1:]):
-                inplace.add(id(n))
-                alias[id(n)] = s
-                last[s] = last.get(id(n), pos)
-            elif s in made or not consts_only(n.inputs[0]):
-                copied += n.inputs[0].nbytes  # (a broadcast constant is filled, not copied)
-    keep = {find(id(r)) for r in roots}
-    live, peak = 0, 0
-    size: dict[int, int] = {}
-    for pos, n in enumerate(order):
-        if id(n) in made and find(id(n)) == id(n) and id(n) not in keep:
-            size[id(n)] = n.nbytes
-            live += n.nbytes
-            peak = max(peak, live)
-        for i in {find(id(i)) for i in n.inputs}:
-            if last.get(i) == pos and i in size:
-                live -= size.pop(i)
-    return peak, copied, inplace
+    that updates copy, and the updates run in place: those buffer assignment marked, where
+    the backend can (`inplace_ok`)."""
+    st = Storage(order, roots)
+    inplace, copied = st.walk_updates(lambda n, can: inplace_ok and bool(n.attr("inplace")))
+    return st.peak(), copied, inplace
 
 
 def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]:

@@ -379,7 +379,7 @@ def _matmul_ref(a, b, ta=False, tb=False):
 register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=_matmul_ref))
 
 
-def _setslice_ref(base, value, slices):
+def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
     out = np.array(base, copy=True)
     out[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in slices)] = value
     return out
@@ -463,7 +463,7 @@ def scatter_key(ndim: int, idx, v, axes, front):
     return tuple(key), v
 
 
-def _scatter_ref(x, *args, axes, front, mode):
+def _scatter_ref(x, *args, axes, front, mode, inplace=False):
     *idx, v = args
     key, v = scatter_key(x.ndim, idx, v, axes, front)
     out = np.array(x, copy=True)

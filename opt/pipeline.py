@@ -12,6 +12,7 @@ from typing import Callable
 from ir import Node, format_graph, toposort, verify
 from ir.config import CONFIG
 from .distance import euclidean_distance
+from .buffer_assignment import buffer_assignment
 from .dots import dot_decompose, dot_merge, matrix_chain
 from .fusion import fusion, fusion_merger, multi_output_fusion
 from .horizontal import horizontal_fusion
@@ -48,6 +49,8 @@ PIPELINE: list[tuple[str, Pass, str]] = [
      "siblings reading one value, and a producer with its consumer, share one kernel and one read"),
     ("horizontal_fusion", horizontal_fusion,
      "independent small loop kernels become one launch: launch overhead dominates them"),
+    ("buffer_assignment", buffer_assignment,
+     "slice writes and scatters into a buffer nothing reads afterwards update it in place"),
 ]
 
 

@@ -89,3 +89,30 @@ def test_dead_intermediates_are_released_during_the_run():
     for k in range(6):
         want = want * 1.01 + k
     numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-15)
+
+
+def test_buffer_assignment_marks_updates_and_switching_it_off_copies():
+    from ir.config import context
+    from ir.verify import verify
+    from opt.buffer_assignment import buffer_assignment
+    from tracer import graph as G
+    x = G.leaf(numpy.ones((4, 3), numpy.float32))
+    made = G.elementwise("multiply", (x, x))
+    row = G.leaf(numpy.zeros((1, 3), numpy.float32))
+    w1 = G.setslice(made, row, ((0, 1, 1), (0, 3, 1)))
+    w2 = G.setslice(w1, row, ((2, 3, 1), (0, 3, 1)))
+    into_input = G.setslice(x, row, ((1, 2, 1), (0, 3, 1)))
+    out = buffer_assignment([w2, into_input])
+    verify(out)
+    assert out[0].attr("inplace") and out[0].inputs[0].attr("inplace")
+    assert not out[1].attr("inplace")  # the user's buffer is never written
+    h = numpy.arange(12.0).reshape(4, 3)
+    a = np.asarray(h) * 3
+    a[1] = 0.0
+    assert tracer.explain(a).bytes_copied == 0
+    with context(disable_passes={"buffer_assignment"}):
+        assert tracer.explain(a).bytes_copied == a.nbytes
+        got = numpy.asarray(a * 1)
+    want = h * 3
+    want[1] = 0.0
+    numpy.testing.assert_array_equal(got, want)

@@ -1,0 +1,93 @@
+"""Storage and liveness of a lowered graph's values, shared by buffer assignment (opt/, which
+decides which updates run in place) and the executor (cuda_kernels/, which plans peak memory
+and runs the updates).
+
+Views share their input's storage. An update (slice write, scatter) may run in place when the
+storage it updates was made by this graph, is not a result, is read by nothing after it, is
+not reached through a broadcast, and is not also one of the update's other operands: its
+result then is that storage, so a chain of row writes into one buffer copies nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .node import Node
+
+VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
+UPDATE_OPS = ("setslice", "scatter")
+
+
+def leaf_const(n: Node) -> Node:
+    while n.op in VIEW_OPS:
+        n = n.inputs[0]
+    return n
+
+
+def consts_only(n: Node) -> bool:
+    """A broadcast (or reshape) of one constant: a fill."""
+    return leaf_const(n).op == "const"
+
+
+@dataclass
+class Storage:
+    order: list[Node]
+    roots: list[Node]
+    alias: dict[int, int] = field(default_factory=dict)
+    bcast: set[int] = field(default_factory=set)    # views through a broadcast (read-only)
+    last: dict[int, int] = field(default_factory=dict)  # storage -> position of last reader
+    made: set[int] = field(default_factory=set)     # values this graph allocates
+
+    def __post_init__(self):
+        for n in self.order:
+            if n.op in VIEW_OPS:
+                self.alias[id(n)] = id(n.inputs[0])
+                if n.op == "broadcast_to" or id(n.inputs[0]) in self.bcast:
+                    self.bcast.add(id(n))
+            elif n.op not in ("input", "const"):
+                self.made.add(id(n))
+        for pos, n in enumerate(self.order):
+            for i in n.inputs:
+                self.last[self.find(id(i))] = pos
+
+    def find(self, i: int) -> int:
+        while i in self.alias:
+            i = self.alias[i]
+        return i
+
+    def walk_updates(self, decide) -> tuple[set[int], int]:
+        """Visit the updates in order; `decide(n, can)` says whether n runs in place given
+        whether it can. Merges the storage of those that do. Returns (in place, bytes copied:
+        operands copied by the others, a broadcast constant being filled, not copied)."""
+        keep = {self.find(id(r)) for r in self.roots}
+        inplace: set[int] = set()
+        copied = 0
+        for pos, n in enumerate(self.order):
+            if n.op not in UPDATE_OPS:
+                continue
+            s = self.find(id(n.inputs[0]))
+            can = s in self.made and s not in keep and self.last.get(s) == pos and \
+                id(n.inputs[0]) not in self.bcast and \
+                all(self.find(id(i)) != s for i in n.inputs[1:])
+            if can and decide(n, can):
+                inplace.add(id(n))
+                self.alias[id(n)] = s
+                self.last[s] = self.last.get(id(n), pos)
+            elif s in self.made or not consts_only(n.inputs[0]):
+                copied += n.inputs[0].nbytes
+        return inplace, copied
+
+    def peak(self) -> int:
+        """Planned peak of the buffers this graph allocates, results excluded (after
+        walk_updates, merged storage counts once)."""
+        keep = {self.find(id(r)) for r in self.roots}
+        live, peak = 0, 0
+        size: dict[int, int] = {}
+        for pos, n in enumerate(self.order):
+            if id(n) in self.made and self.find(id(n)) == id(n) and id(n) not in keep:
+                size[id(n)] = n.nbytes
+                live += n.nbytes
+                peak = max(peak, live)
+            for i in {self.find(id(i)) for i in n.inputs}:
+                if self.last.get(i) == pos and i in size:
+                    live -= size.pop(i)
+        return peak
