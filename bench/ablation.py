@@ -93,14 +93,30 @@ def param_update(m, w1, b1, w2, b2):
     return tuple(w - 0.01 * (0.9 * w + 0.1 * m.tanh(w)) for w in (w1, b1, w2, b2))
 
 
+def row_writes(m, x):
+    """Rows written one at a time into a zeros buffer 16x their size (in-place updates)."""
+    buf = m.zeros((x.shape[0] * 16, x.shape[1]), x.dtype)
+    for i in range(x.shape[0]):
+        buf[i * 16] = x[i] * 2
+    return buf
+
+
+def histogram_add(m, x):
+    """np.add.at of every value into 4096 bins picked by a fixed hash of its position."""
+    bins = m.zeros(4096, x.dtype)
+    m.add.at(bins, (m.arange(x.shape[0]) * 7919) % 4096, x)
+    return bins
+
+
 @dataclass(frozen=True)
 class Program:
     fn: Callable
     shapes: Callable[[dict], list[tuple[int, ...]]]
 
 
-FULL = dict(r=16384, c=1024, n=1536, p=4096, q=512, d=16, e=1 << 24, i=256, h=512, o=64, k=4096)
-QUICK = dict(r=6, c=8, n=5, p=6, q=4, d=3, e=32, i=4, h=6, o=3, k=6)
+FULL = dict(r=16384, c=1024, n=1536, p=4096, q=512, d=16, e=1 << 24, i=256, h=512, o=64, k=4096,
+            w=128)
+QUICK = dict(r=6, c=8, n=5, p=6, q=4, d=3, e=32, i=4, h=6, o=3, k=6, w=3)
 
 PROGRAMS: dict[str, Program] = {
     "softmax_rows": Program(softmax_rows, lambda s: [(s["r"], s["c"])]),
@@ -114,6 +130,8 @@ PROGRAMS: dict[str, Program] = {
     "colnorm": Program(colnorm, lambda s: [(s["r"], s["c"])]),
     "cosine": Program(cosine, lambda s: [(s["k"], s["o"])]),
     "variance": Program(variance, lambda s: [(s["r"], s["c"])]),
+    "row_writes": Program(row_writes, lambda s: [(s["w"], s["k"])]),
+    "histogram_add": Program(histogram_add, lambda s: [(s["e"],)]),
     "param_update": Program(param_update, lambda s: [(s["i"], s["o"]), (s["o"],), (s["o"], s["d"]),
                                                      (s["d"],)]),
 }

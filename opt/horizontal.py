@@ -27,22 +27,25 @@ def _small_loop(n: Node) -> bool:
 
 
 def _group(roots: list[Node]) -> list[Node] | None:
-    """The first set of two or more mutually independent small loop fusions, greedily."""
+    """The first of the groups of mutually independent small loop fusions (first fit, in
+    order) that has two or more members."""
     order = toposort(roots)
     anc = _ancestors(order)
     pos = {id(n): k for k, n in enumerate(order)}
-    group: list[Node] = []
-    bits, size = 0, 0
+    groups: list[list] = []  # [members, bits, size]
     for n in order:  # inputs first: a later candidate can only depend on earlier members
-        if not _small_loop(n) or anc[id(n)] & bits:
+        if not _small_loop(n):
             continue
         s = _size(n.attr("body"))
-        if group and size + s > MAX_GROUP:
-            continue
-        group.append(n)
-        bits |= 1 << pos[id(n)]
-        size += s
-    return group if len(group) > 1 else None
+        for g in groups:
+            if not anc[id(n)] & g[1] and g[2] + s <= MAX_GROUP:
+                g[0].append(n)
+                g[1] |= 1 << pos[id(n)]
+                g[2] += s
+                break
+        else:
+            groups.append([[n], 1 << pos[id(n)], s])
+    return next((g[0] for g in groups if len(g[0]) > 1), None)
 
 
 def horizontal_fusion(roots: list[Node]) -> list[Node]:

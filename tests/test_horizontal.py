@@ -93,3 +93,15 @@ def test_horizontal_kernel_under_the_cuda_simulator(rng):
         a, b = np.asarray(ha), np.asarray(hb)
         assert [k.kind for k in tracer.explain(*_three(np, a, b)).kernels] == ["horizontal"]
         _check(tracer.evaluate(*_three(np, a, b)), _three(numpy, ha, hb))
+
+
+def test_many_small_kernels_fill_groups_up_to_the_size_cap(rng):
+    from opt.fusion import MAX_GROUP
+    hs = rng.standard_normal((2 * MAX_GROUP + 3, 7)).astype(numpy.float32)
+    x = np.asarray(hs)
+    outs = [x[i] * 2 for i in range(hs.shape[0])]
+    plan = tracer.explain(*outs)
+    assert len(plan.kernels) == 3  # 64 + 64 + 3 single-op kernels
+    got = tracer.evaluate(*outs)
+    for g, h in zip(got, hs):
+        numpy.testing.assert_array_equal(numpy.asarray(g), h * 2)
