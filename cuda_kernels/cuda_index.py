@@ -1,0 +1,135 @@
+"""Gather and scatter on the cuda backend, on the device.
+
+One generated kernel shape serves every mode: threads stride over the index space (the
+gather's result shape, which is also a scatter's value shape), turn each position into an
+offset into x (kept axes by stride, indexed axes through the index arrays, negative indices
+counted from the end), then act:
+
+- gather: out[i] = x[offset]
+- add / maximum / minimum: an atomic combine into out[offset] (ufunc.at; duplicates
+  accumulate). Only dtypes with CUDA atomics; the rest goes through the host.
+- set (x[key] = v, the last of duplicate positions wins, as in NumPy): two launches, `claim`
+  (atomic max of the position into a winner array) then `write` (the winner writes).
+
+An index out of bounds sets an error record that the host reads after the launch and raises
+as NumPy's IndexError (naming one bad index, not necessarily the first).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import Node
+
+ATOMIC = {"add": "add", "maximum": "max", "minimum": "min"}
+ATOMIC_DTYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64")
+MODES = ("gather", "add", "max", "min", "claim", "write")
+
+
+def gen_index(arg: str, name: str) -> str:
+    """Kernel for `arg` = "R_K_MODE": index space of rank R, K index arrays."""
+    r, k, mode = arg.split("_")
+    r, k = max(int(r), 1), int(k)
+    o = [f"o{d}" for d in range(r)]
+    n = [f"n{d}" for d in range(r)]
+    xc = [f"xc{d}" for d in range(r)]
+    bc = [f"bc{d}" for d in range(r)]
+    idx = [f"i{j}" for j in range(k)]
+    xa = [f"xa{j}" for j in range(k)]
+    da = [f"da{j}" for j in range(k)]
+    from .cuda import _unflatten
+    L = ["@_jit", f"def {name}(out, x, v, err, {', '.join(idx + n + xc + bc + xa + da)}):",
+         f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):"]
+    L += _unflatten("flat", o, n, "        ")
+    L.append(f"        off = {' + '.join(f'{a} * {b}' for a, b in zip(o, xc))}")
+    L.append(f"        b = {' + '.join(f'{a} * {c}' for a, c in zip(o, bc))}")
+    for j in range(k):
+        L += [f"        w = {idx[j]}[b]",
+              "        if w < 0:",
+              f"            w += {da[j]}",
+              f"        if w < 0 or w >= {da[j]}:",
+              "            err[0] = 1",
+              f"            err[1] = {idx[j]}[b]",
+              f"            err[2] = {j}",
+              "            w = 0",
+              f"        off += w * {xa[j]}"]
+    L.append("        " + {
+        "gather": "out[flat] = x[off]",
+        "add": "cuda.atomic.add(out, off, v[flat])",
+        "max": "cuda.atomic.max(out, off, v[flat])",
+        "min": "cuda.atomic.min(out, off, v[flat])",
+        "claim": "cuda.atomic.max(out, off, flat)",
+        "write": "if x[off] == flat:\n            out[off] = v[flat]",
+    }[mode])
+    return "\n".join(L)
+
+
+def _index_map(n: Node, x_shape: tuple, space: tuple) -> tuple[list, list, list, list]:
+    """Per axis of the index space: x's stride (kept axes) and the B-flat stride (B axes);
+    per index array: x's stride and length of its axis."""
+    from .cuda import _cstrides
+    axes, front = n.attr("axes"), n.attr("front")
+    xs = _cstrides(x_shape)
+    rest = [d for d in range(len(x_shape)) if d not in axes]
+    nb = len(space) - len(rest)
+    b_at = 0 if front else axes[0]
+    bst = _cstrides(space[b_at:b_at + nb])
+    xc, bc, kept = [], [], iter(rest)
+    for r in range(len(space)):
+        if b_at <= r < b_at + nb:
+            xc.append(0)
+            bc.append(bst[r - b_at])
+        else:
+            xc.append(xs[next(kept)])
+            bc.append(0)
+    return xc, bc, [xs[d] for d in axes], [x_shape[d] for d in axes]
+
+
+def _launch(be, mode: str, n: Node, out, x, v, idx: list, space: tuple, x_shape: tuple) -> None:
+    """One index kernel over `space`; offsets are into an array of x_shape (flat)."""
+    xc, bc, xa, da = _index_map(n, x_shape, space)
+    if not space:
+        space, xc, bc = (1,), [0], [0]
+    work = math.prod(space)
+    if work == 0:
+        return
+    from .cuda import _tpb
+    fn = be.library_kernel("index", f"{len(space)}_{len(idx)}_{mode}")
+    err = be.from_host(np.zeros(3, np.int64))
+    fn[be._blocks(work, _tpb()), _tpb()](be.flatten(out), be.flatten(x), be.flatten(v), err,
+                                         *[be.flatten(i) for i in idx], *space, *xc, *bc,
+                                         *xa, *da)
+    bad = be.to_host(err)
+    if bad[0]:
+        j = int(bad[2])
+        raise IndexError(f"index {int(bad[1])} is out of bounds for axis {n.attr('axes')[j]} "
+                         f"with size {da[j]}")
+
+
+def device_gather(be, n: Node, args: list):
+    x, *idx = [be.contiguous(a) for a in args]
+    out = be.empty(n.shape, n.dtype)
+    _launch(be, "gather", n, out, x, x, idx, tuple(n.shape), tuple(x.shape))
+    return out
+
+
+def device_scatter(be, n: Node, args: list):
+    """The scatter on the device, or None where it runs through the host."""
+    x, *idx, v = [be.contiguous(a) for a in args]
+    mode = n.attr("mode")
+    if v.dtype != x.dtype or (mode != "set" and (mode not in ATOMIC or
+                                                 x.dtype.name not in ATOMIC_DTYPES)):
+        return None
+    space = tuple(v.shape)
+    out = be.empty(x.shape, x.dtype)
+    from .cuda import _cstrides
+    be._copy(out, x, 0, 0, tuple(x.shape), _cstrides(x.shape), _cstrides(x.shape))
+    if mode != "set":
+        _launch(be, ATOMIC[mode], n, out, x, v, idx, space, tuple(x.shape))
+        return out
+    win = be.from_host(np.full(max(math.prod(x.shape), 1), -1, np.int64))
+    _launch(be, "claim", n, win, x, v, idx, space, tuple(x.shape))
+    _launch(be, "write", n, out, win, v, idx, space, tuple(x.shape))
+    return out
+
