@@ -106,7 +106,8 @@ def plan_memory(roots: list[Node], order: list[Node], inplace_ok: bool = True
     that updates copy, and the updates run in place: those buffer assignment marked, where
     the backend can (`inplace_ok`)."""
     st = Storage(order, roots)
-    inplace, copied = st.walk_updates(lambda n, can: inplace_ok and bool(n.attr("inplace")))
+    inplace, copied = st.walk_updates(lambda n, can: inplace_ok and bool(n.attr("inplace")),
+                                      lambda n, k: inplace_ok and n.attr("reuse") == k)
     return st.peak(), copied, inplace
 
 
@@ -125,8 +126,9 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
         elif id(n) in program.fills:
             vals[id(n)] = _fill(n.shape, n.dtype, program.fills[id(n)])
         elif n.op == "fusion":
+            reuse = n.attr("reuse") if program.backend == "cpu" else None
             vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs],
-                                  program.consts_of[id(n)])
+                                  program.consts_of[id(n)], reuse)
         elif n.op == "output":
             vals[id(n)] = vals[id(n.inputs[0])][n.attr("index")]
         else:
@@ -149,10 +151,16 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
     return out
 
 
-def _launch(be, kernel: Kernel, n: Node, params: list, consts: list):
-    """Run a fusion kernel; a multi-output fusion returns the list of its outputs."""
+def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int | None = None):
+    """Run a fusion kernel; a multi-output fusion returns the list of its outputs. `reuse`:
+    the param whose buffer the (elementwise) result is written over, when its layout allows."""
     body = n.attr("body")
-    outs = [be.empty(o.shape, o.dtype) for o in fusion_outputs(body)]
+    p = params[reuse] if reuse is not None else None
+    if p is not None and isinstance(p, np.ndarray) and p.flags.c_contiguous and \
+            p.flags.writeable:
+        outs = [p.reshape(n.shape)]  # (differs from p's shape at most by length-1 axes)
+    else:
+        outs = [be.empty(o.shape, o.dtype) for o in fusion_outputs(body)]
     if kernel.flat:
         params = [be.flatten(p if be.is_contiguous(p) else be.contiguous(p)) for p in params]
         targets = [be.flatten(o) for o in outs]

@@ -54,14 +54,42 @@ class Storage:
             i = self.alias[i]
         return i
 
-    def walk_updates(self, decide) -> tuple[set[int], int]:
+    def _merge(self, n: Node, s: int, pos: int) -> None:
+        self.alias[id(n)] = s
+        self.last[s] = self.last.get(id(n), pos)
+
+    def reusable_param(self, n: Node, pos: int, keep: set[int]) -> int | None:
+        """For an elementwise fusion: a param whose buffer this graph made, that dies here, is
+        no view (but a reshape), has the result's type and is read once, so the kernel can
+        write its result there (each element is read before it is written)."""
+        if n.op != "fusion" or not _elementwise(n.attr("body")):
+            return None
+        for k, p in enumerate(n.inputs):
+            q = p
+            while q.op == "reshape":  # a reshape of a fresh buffer keeps its element order
+                q = q.inputs[0]
+            s = self.find(id(p))
+            if s == id(q) and s in self.made and s not in keep and self.last.get(s) == pos and \
+                    p.size == n.size and p.dtype == n.dtype and \
+                    sum(self.find(id(i)) == s for i in n.inputs) == 1:
+                return k
+        return None
+
+    def walk_updates(self, decide, reuse=None) -> tuple[set[int], int]:
         """Visit the updates in order; `decide(n, can)` says whether n runs in place given
-        whether it can. Merges the storage of those that do. Returns (in place, bytes copied:
-        operands copied by the others, a broadcast constant being filled, not copied)."""
+        whether it can. Merges the storage of those that do. With `reuse(n, k)`, elementwise
+        fusions that may write over their dying param k and are told to do so merge too.
+        Returns (updates in place, bytes copied: operands copied by the other updates, a
+        broadcast constant being filled, not copied)."""
         keep = {self.find(id(r)) for r in self.roots}
         inplace: set[int] = set()
         copied = 0
         for pos, n in enumerate(self.order):
+            if reuse is not None and n.op == "fusion":
+                k = self.reusable_param(n, pos, keep)
+                if k is not None and reuse(n, k):
+                    self._merge(n, self.find(id(n.inputs[k])), pos)
+                continue
             if n.op not in UPDATE_OPS:
                 continue
             s = self.find(id(n.inputs[0]))
@@ -70,8 +98,7 @@ class Storage:
                 all(self.find(id(i)) != s for i in n.inputs[1:])
             if can and decide(n, can):
                 inplace.add(id(n))
-                self.alias[id(n)] = s
-                self.last[s] = self.last.get(id(n), pos)
+                self._merge(n, s, pos)
             elif s in self.made or not consts_only(n.inputs[0]):
                 copied += n.inputs[0].nbytes
         return inplace, copied
@@ -91,3 +118,25 @@ class Storage:
                 if self.last.get(i) == pos and i in size:
                     live -= size.pop(i)
         return peak
+
+
+def _elementwise(body: Node) -> bool:
+    """One output computed element by element from same-shaped params (constants may be
+    broadcast): output element i reads only element i of each param."""
+    from .node import toposort
+    from .registry import OPS, Kind, unit_reshape
+    if body.op == "tuple":
+        return False
+    for n in toposort([body]):
+        if n.op == "param":
+            if not unit_reshape(n.shape, body.shape):
+                return False
+        elif n.op == "broadcast_to":
+            if n.inputs[0].op != "const":
+                return False
+        elif n.op == "reshape":
+            if not unit_reshape(n.inputs[0].shape, n.shape):
+                return False
+        elif n.op != "const" and (n.op not in OPS or OPS[n.op].kind is not Kind.ELEMENTWISE):
+            return False
+    return True

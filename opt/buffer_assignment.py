@@ -1,7 +1,9 @@
 """Buffer assignment, the last pass: marks each slice write and scatter that can update its
-operand's buffer in place (`inplace` attribute; the rules are ir/liveness.py's). Reshapes and
-other views already alias their input. A backend that cannot update in place ignores the mark
-and copies, and the executor counts those bytes (`explain(...).bytes_copied`)."""
+operand's buffer in place (`inplace` attribute), and each elementwise fusion that can write its
+result over a param that dies there (`reuse` = the param's index); the rules are
+ir/liveness.py's. Reshapes and other views already alias their input. A backend that cannot
+update in place ignores the marks and copies, and the executor counts those bytes
+(`explain(...).bytes_copied`)."""
 from __future__ import annotations
 
 from ir import Node, make, toposort
@@ -10,13 +12,22 @@ from ir.liveness import Storage
 
 def buffer_assignment(roots: list[Node]) -> list[Node]:
     order = toposort(roots)
-    inplace, _ = Storage(order, roots).walk_updates(lambda n, can: True)
+    reuse: dict[int, int] = {}
+
+    def take(n: Node, k: int) -> bool:
+        reuse[id(n)] = k
+        return True
+
+    inplace, _ = Storage(order, roots).walk_updates(lambda n, can: True, take)
     new: dict[int, Node] = {}
     for n in order:
         ins = tuple(new[id(i)] for i in n.inputs)
-        mark = id(n) in inplace and not n.attr("inplace")
-        if mark or any(a is not b for a, b in zip(ins, n.inputs)):
-            attrs = n.attrs + (("inplace", True),) if mark else n.attrs
+        attrs = n.attrs
+        if id(n) in inplace and not n.attr("inplace"):
+            attrs += (("inplace", True),)
+        if id(n) in reuse and n.attr("reuse") is None:
+            attrs += (("reuse", reuse[id(n)]),)
+        if attrs is not n.attrs or any(a is not b for a, b in zip(ins, n.inputs)):
             new[id(n)] = make(n.op, ins, n.shape, n.dtype, attrs)
         else:
             new[id(n)] = n

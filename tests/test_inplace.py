@@ -116,3 +116,27 @@ def test_buffer_assignment_marks_updates_and_switching_it_off_copies():
     want = h * 3
     want[1] = 0.0
     numpy.testing.assert_array_equal(got, want)
+
+
+def test_elementwise_kernel_writes_over_its_dying_input():
+    from ir import toposort
+    h = numpy.arange(12.0).reshape(3, 4)
+    x = np.asarray(h)
+
+    def reuse_marks(*arrays):
+        plan = tracer.explain(*arrays)
+        return [n.attr("reuse") for n in toposort(plan.graph_after.roots) if n.op == "fusion"]
+
+    y = (x @ x.T) * 2 + 1
+    assert reuse_marks(y) == [0] and tracer.explain(y).peak_bytes == 0
+    m = x @ x.T
+    z = m * 2 + 1
+    assert reuse_marks(z, m) == [None]  # m is also a result: it must stay
+    t = (x @ x.T).T * 2          # read through a transpose: element order differs
+    assert reuse_marks(t) == [None]
+    want = (h @ h.T) * 2 + 1
+    got_y, got_z, got_m, got_t = tracer.evaluate(y, z, m, t)
+    numpy.testing.assert_array_equal(numpy.asarray(got_y), want)
+    numpy.testing.assert_array_equal(numpy.asarray(got_z), want)
+    numpy.testing.assert_array_equal(numpy.asarray(got_m), h @ h.T)
+    numpy.testing.assert_array_equal(numpy.asarray(got_t), (h @ h.T).T * 2)
