@@ -3,7 +3,6 @@ backend and under the CUDA simulator (its PTX: tests/test_cuda_ptx.py)."""
 from __future__ import annotations
 
 import numpy
-import pytest
 
 import tracer
 import tracer.numpy as np

@@ -23,9 +23,6 @@ import numpy as np
 from . import graph as G
 from .array import asarray_node, ndarray, proxy, shape_str
 
-_BASIC = (slice, type(None), type(Ellipsis))
-
-
 _SKIP = object()
 
 
