@@ -7,7 +7,9 @@ counted from the end), then act:
 
 - gather: out[i] = x[offset]
 - add / maximum / minimum: an atomic combine into out[offset] (ufunc.at; duplicates
-  accumulate). Only dtypes with CUDA atomics; the rest goes through the host.
+  accumulate), for dtypes with CUDA atomics. Other combiners and dtypes run the same loop in
+  index order on one thread (exactly NumPy's order; slow, but on the device); the rest (mixed
+  dtypes, combiners with no kernel template) goes through the host.
 - set (x[key] = v, the last of duplicate positions wins, as in NumPy): two launches, `claim`
   (atomic max of the position into a winner array) then `write` (the winner writes).
 
@@ -17,20 +19,33 @@ as NumPy's IndexError (naming one bad index, not necessarily the first).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from ir import Node
+from ir.registry import OPS
+from .emit import helper_source, needed_helpers, tname
 
 ATOMIC = {"add": "add", "maximum": "max", "minimum": "min"}
 ATOMIC_DTYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64")
-MODES = ("gather", "add", "max", "min", "claim", "write")
+# ufunc.at combiners without a usable atomic run in order on one device thread ("ser<k><dtype>"
+# modes: the loop of update-slices of XLA's ScatterExpander, kept on the device)
+SERIAL_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "fmax", "fmin",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or")
+
+
+def serial_mode(op: str, dtype: np.dtype) -> str | None:
+    if op not in SERIAL_OPS or OPS[op].template((dtype, dtype), dtype, "cuda") is None:
+        return None
+    return f"ser{SERIAL_OPS.index(op)}{dtype.name}"
 
 
 def gen_index(arg: str, name: str) -> str:
     """Kernel for `arg` = "R_K_MODE": index space of rank R, K index arrays."""
     r, k, mode = arg.split("_")
     r, k = max(int(r), 1), int(k)
+    serial = re.fullmatch(r"ser(\d+)(\w+)", mode)
     o = [f"o{d}" for d in range(r)]
     n = [f"n{d}" for d in range(r)]
     xc = [f"xc{d}" for d in range(r)]
@@ -39,8 +54,12 @@ def gen_index(arg: str, name: str) -> str:
     xa = [f"xa{j}" for j in range(k)]
     da = [f"da{j}" for j in range(k)]
     from .cuda import _unflatten
-    L = ["@_jit", f"def {name}(out, x, v, err, {', '.join(idx + n + xc + bc + xa + da)}):",
-         f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):"]
+    L = ["@_jit", f"def {name}(out, x, v, err, {', '.join(idx + n + xc + bc + xa + da)}):"]
+    if serial:
+        L += ["    if cuda.grid(1) != 0:", "        return",
+              f"    for flat in range({' * '.join(n)}):"]
+    else:
+        L.append(f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):")
     L += _unflatten("flat", o, n, "        ")
     L.append(f"        off = {' + '.join(f'{a} * {b}' for a, b in zip(o, xc))}")
     L.append(f"        b = {' + '.join(f'{a} * {c}' for a, c in zip(o, bc))}")
@@ -54,6 +73,13 @@ def gen_index(arg: str, name: str) -> str:
               f"            err[2] = {j}",
               "            w = 0",
               f"        off += w * {xa[j]}"]
+    if serial:
+        dt = np.dtype(serial.group(2))
+        tpl = OPS[SERIAL_OPS[int(serial.group(1))]].template((dt, dt), dt, "cuda")
+        L.append(f"        out[off] = {tname(dt)}({tpl.format('out[off]', 'v[flat]')})")
+        helpers = needed_helpers(tpl, set())
+        return helper_source(helpers, "@_devjit") + "\n\n\n" + "\n".join(L) if helpers \
+            else "\n".join(L)
     L.append("        " + {
         "gather": "out[flat] = x[off]",
         "add": "cuda.atomic.add(out, off, v[flat])",
@@ -118,15 +144,17 @@ def device_scatter(be, n: Node, args: list):
     """The scatter on the device, or None where it runs through the host."""
     x, *idx, v = [be.contiguous(a) for a in args]
     mode = n.attr("mode")
-    if v.dtype != x.dtype or (mode != "set" and (mode not in ATOMIC or
-                                                 x.dtype.name not in ATOMIC_DTYPES)):
+    atomic = mode in ATOMIC and x.dtype.name in ATOMIC_DTYPES
+    serial = None if mode == "set" or atomic else serial_mode(mode, x.dtype)
+    if v.dtype != x.dtype or (mode != "set" and not atomic and serial is None):
         return None
     space = tuple(v.shape)
     out = be.empty(x.shape, x.dtype)
     from .cuda import _cstrides
     be._copy(out, x, 0, 0, tuple(x.shape), _cstrides(x.shape), _cstrides(x.shape))
     if mode != "set":
-        _launch(be, ATOMIC[mode], n, out, x, v, idx, space, tuple(x.shape))
+        _launch(be, ATOMIC[mode] if atomic else serial, n, out, x, v, idx, space,
+                tuple(x.shape))
         return out
     win = be.from_host(np.full(max(math.prod(x.shape), 1), -1, np.int64))
     _launch(be, "claim", n, win, x, v, idx, space, tuple(x.shape))

@@ -143,10 +143,20 @@ class Emitter:
 
     def _need(self, text: str) -> None:
         """Add the helpers `text` calls, and the helpers they call."""
-        for h in _CALL.findall(text):
-            if h in HELPERS and h not in self.helpers:
-                self.helpers.add(h)
-                self._need(HELPERS[h])
+        needed_helpers(text, self.helpers)
 
     def helper_source(self, decorator: str) -> str:
-        return "\n\n".join(f"{decorator}\n{HELPERS[h]}" for h in sorted(self.helpers))
+        return helper_source(self.helpers, decorator)
+
+
+def needed_helpers(text: str, have: set[str]) -> set[str]:
+    """Add to `have` the scalar_lib helpers `text` calls, and the helpers they call."""
+    for h in _CALL.findall(text):
+        if h in HELPERS and h not in have:
+            have.add(h)
+            needed_helpers(HELPERS[h], have)
+    return have
+
+
+def helper_source(helpers: set[str], decorator: str) -> str:
+    return "\n\n".join(f"{decorator}\n{HELPERS[h]}" for h in sorted(helpers))

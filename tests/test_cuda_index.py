@@ -49,6 +49,18 @@ def test_ufunc_at_uses_atomics(uf):
     _same(t, h)
 
 
+@pytest.mark.parametrize("uf, dtype", [("multiply", numpy.float32), ("subtract", numpy.int16),
+                                       ("maximum", numpy.int8), ("add", numpy.uint8),
+                                       ("bitwise_xor", numpy.int64)])
+def test_combiners_without_atomics_run_in_order_on_the_device(uf, dtype):
+    h = (numpy.arange(6) + 1).astype(dtype)
+    t = np.asarray(h.copy())
+    v = numpy.array([3, 2, 5], dtype)
+    getattr(numpy, uf).at(h, [0, 0, 5], v)
+    getattr(np, uf).at(t, [0, 0, 5], np.asarray(v))
+    _same(t, h)
+
+
 def test_computed_index_out_of_bounds_raises():
     with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 2"):
         numpy.asarray(np.asarray(A)[np.asarray(numpy.array([0, 5]))])
@@ -57,7 +69,8 @@ def test_computed_index_out_of_bounds_raises():
 @pytest.mark.parametrize("arg, dtypes", [("2_1_gather", ("float32",) * 3 + ("int64",)),
                                          ("3_2_add", ("float64",) * 3 + ("int32",)),
                                          ("1_1_claim", ("int64", "float32", "float32", "int64")),
-                                         ("2_1_write", ("int32", "int64", "int32", "int64"))])
+                                         ("2_1_write", ("int32", "int64", "int32", "int64")),
+                                         ("1_1_ser3int8", ("int8", "int8", "int8", "int64"))])
 def test_index_kernels_compile_to_ptx(arg, dtypes):
     from cuda_kernels.cuda import library_ptx
     try:
