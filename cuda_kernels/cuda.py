@@ -475,6 +475,8 @@ class CudaBackend:
         self._lib: dict[str, object] = {}
         self._seen: set = set()  # simulator launches already counted as compiles
         self._sms = 0
+        from .device_pool import DevicePool
+        self.pool = DevicePool(self._api)
 
     # ---- codegen and loading
     def _mode(self) -> str:
@@ -527,7 +529,11 @@ class CudaBackend:
         return self._sim if CONFIG.cuda_sim else self._cuda
 
     def empty(self, shape, dtype):
-        return self._api().device_array(shape, dtype)
+        return self.pool.empty(shape, dtype)
+
+    def release(self, arr) -> None:
+        """The executor is done with this intermediate: its memory may be handed out again."""
+        self.pool.release(arr)
 
     def from_host(self, a: np.ndarray):
         a = np.asarray(a)  # (np.ascontiguousarray would turn a 0-d array into shape (1,))
@@ -639,6 +645,8 @@ class CudaBackend:
                 pi = self.empty((nout, G) if is_arg else (1, 1), np.int64)
                 fn[self._blocks(nout * G, 1), tpb](target, *params, *consts, pv, pi, *m, G)
                 fin[self._blocks(nout, 1), tpb](target, *params, *consts, pv, pi, *m, G)
+                self.release(pv)  # stream order: a later kernel reusing them runs after fin
+                self.release(pi)
         if not CONFIG.cuda_sim:
             self._cuda.synchronize()
         new = compiled()

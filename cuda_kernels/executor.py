@@ -34,6 +34,11 @@ class Program:
     inplace: set[int] = field(default_factory=set)  # updates that write into their operand
     fills: dict[int, object] = field(default_factory=dict)  # fusions that only fill a constant
     dead_after: list = field(default_factory=list)  # per position: values no later node reads
+    freed_after: list = field(default_factory=list)  # per position: storages that die there
+
+    @property
+    def storage_roots(self) -> set[int]:
+        return {s for at in self.freed_after for s in at}
 
 
 def buffer_contiguous(buf) -> bool:
@@ -72,9 +77,9 @@ def lower(roots: list[Node], backend: str) -> Program:
             consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
-    peak, copied, inplace = plan_memory(roots, order, backend == "cpu")
+    peak, copied, inplace, freed = plan_memory(roots, order, backend == "cpu")
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
-                   consts_of, inplace, fills, _dead_after(order, roots))
+                   consts_of, inplace, fills, _dead_after(order, roots), freed)
 
 
 def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:
@@ -101,14 +106,14 @@ def _fill(shape, dtype, value) -> np.ndarray:
 
 
 def plan_memory(roots: list[Node], order: list[Node], inplace_ok: bool = True
-                ) -> tuple[int, int, set[int]]:
+                ) -> tuple[int, int, set[int], list[list[int]]]:
     """Planned peak of intermediate buffers (inputs and requested outputs excluded), the bytes
-    that updates copy, and the updates run in place: those buffer assignment marked, where
-    the backend can (`inplace_ok`)."""
+    that updates copy, the updates run in place (those buffer assignment marked, where the
+    backend can: `inplace_ok`), and per position the storages that die there."""
     st = Storage(order, roots)
     inplace, copied = st.walk_updates(lambda n, can: inplace_ok and bool(n.attr("inplace")),
                                       lambda n, k: inplace_ok and n.attr("reuse") == k)
-    return st.peak(), copied, inplace
+    return st.peak(), copied, inplace, st.freed_after()
 
 
 def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]:
@@ -117,6 +122,9 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
     be = backends.get(program.backend)
     vals: dict[int, object] = {}
     bind = bind or {}
+    release = getattr(be, "release", None)  # a backend with an allocator to give memory back
+    roots_of_storage = program.storage_roots if release is not None else set()
+    stores: dict[int, object] = {}  # storage roots' values, until their storage dies
     for pos, n in enumerate(program.order):
         if n.op == "input":
             buf = bind.get(id(n)) or n.attr("buf")
@@ -140,6 +148,11 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
                 if n.op in UPDATE_OPS else be.run_node(n, args)
             del args
             STATS.run_s += time.perf_counter() - t0
+        if release is not None:
+            if id(n) in roots_of_storage:
+                stores[id(n)] = vals[id(n)]
+            for s in program.freed_after[pos]:
+                release(stores.pop(s, None))
         for d in program.dead_after[pos]:
             vals.pop(d, None)
     out = []

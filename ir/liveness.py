@@ -103,6 +103,17 @@ class Storage:
                 copied += n.inputs[0].nbytes
         return inplace, copied
 
+    def freed_after(self) -> list[list[int]]:
+        """Per position: the buffers this graph made that die there (no reader, view or
+        result refers to them afterwards), after walk_updates' merges."""
+        keep = {self.find(id(r)) for r in self.roots}
+        out: list[list[int]] = [[] for _ in self.order]
+        for n in self.order:
+            s = id(n)
+            if s in self.made and self.find(s) == s and s not in keep and s in self.last:
+                out[self.last[s]].append(s)
+        return out
+
     def peak(self) -> int:
         """Planned peak of the buffers this graph allocates, results excluded (after
         walk_updates, merged storage counts once)."""

@@ -1,0 +1,58 @@
+"""A caching device allocator. Buffers the executor lets go of (an intermediate after the last
+reader of its storage, a reduction's partial results) are kept and handed out again for the
+same byte size, so repeated evaluations do not call cudaMalloc, and free, each time.
+
+Only arrays this pool handed out come back, and only when the executor releases them: it knows
+from the plan's storage analysis that no view and no result still refers to them. A handed-out
+array is recognized by identity (a weak reference), never by a reused `id`.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+
+class DevicePool:
+    IDLE_CAP = 2 << 30  # idle bytes kept; past this the oldest idle blocks are let go
+
+    def __init__(self, api):
+        self._api = api  # () -> the module with device_array (numba.cuda or its simulator)
+        self._free: dict[int, list] = {}
+        self._owner: dict[int, tuple] = {}
+        self.idle = 0
+        self.hits = 0
+        self.allocs = 0
+
+    def empty(self, shape, dtype):
+        dtype = np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes == 0:
+            return self._api().device_array(shape, dtype)
+        blocks = self._free.get(nbytes)
+        if blocks:
+            block = blocks.pop()
+            self.idle -= nbytes
+            self.hits += 1
+        else:
+            block = self._api().device_array(nbytes, np.uint8)
+            self.allocs += 1
+        arr = block.view(dtype).reshape(tuple(shape))
+        self._owner[id(arr)] = (block, weakref.ref(arr))
+        if len(self._owner) > 4096:  # forget arrays that died unreleased (results, mostly)
+            self._owner = {k: v for k, v in self._owner.items() if v[1]() is not None}
+        return arr
+
+    def release(self, arr) -> None:
+        entry = self._owner.get(id(arr))
+        if entry is None or entry[1]() is not arr:
+            return
+        del self._owner[id(arr)]
+        block = entry[0]
+        self._free.setdefault(block.size, []).append(block)
+        self.idle += block.size
+        for size in sorted(self._free, reverse=True):
+            while self.idle > self.IDLE_CAP and self._free[size]:
+                self._free[size].pop(0)
+                self.idle -= size
