@@ -659,11 +659,14 @@ class CudaBackend:
         out = None
         if n.op in ("reshape", "slice", "transpose", "broadcast_to", "concatenate", "setslice",
                     "matmul") and _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
-            out = getattr(self, "_" + n.op)(n, [self._dev(a) for a in args])
+            dev = [self._dev(a) for a in args]
+            out = self._setslice(n, dev, inplace) if n.op == "setslice" else \
+                getattr(self, "_" + n.op)(n, dev)
         if n.op in ("gather", "scatter") and _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
             from .cuda_index import device_gather, device_scatter
-            out = (device_gather if n.op == "gather" else device_scatter)(
-                self, n, [self._dev(a) for a in args])
+            dev = [self._dev(a) for a in args]
+            out = device_gather(self, n, dev) if n.op == "gather" else \
+                device_scatter(self, n, dev, inplace)
         if out is None:
             host = [self.to_host(a) if _is_device(a) else a for a in args]
             out = self.from_host(eval_node(n, host))
@@ -726,10 +729,13 @@ class CudaBackend:
             off += x.shape[ax]
         return out
 
-    def _setslice(self, n: Node, args):
+    def _setslice(self, n: Node, args, inplace: bool = False):
         base, value = (self.contiguous(a) for a in args)
-        out = self.empty(n.shape, n.dtype)
-        self._copy(out, base, 0, 0, (n.size,), (1,), (1,))
+        if inplace and base is args[0]:  # the plan says nothing reads base's old value
+            out = base
+        else:
+            out = self.empty(n.shape, n.dtype)
+            self._copy(out, base, 0, 0, (n.size,), (1,), (1,))
         os_ = _cstrides(n.shape)
         sl = n.attr("slices")
         self._copy(out, value, sum(s[0] * st for s, st in zip(sl, os_)), 0, value.shape,

@@ -140,8 +140,9 @@ def device_gather(be, n: Node, args: list):
     return out
 
 
-def device_scatter(be, n: Node, args: list):
-    """The scatter on the device, or None where it runs through the host."""
+def device_scatter(be, n: Node, args: list, inplace: bool = False):
+    """The scatter on the device, or None where it runs through the host. `inplace`: the
+    plan says nothing reads x's old value, so x is updated where it is."""
     x, *idx, v = [be.contiguous(a) for a in args]
     mode = n.attr("mode")
     atomic = mode in ATOMIC and x.dtype.name in ATOMIC_DTYPES
@@ -149,9 +150,12 @@ def device_scatter(be, n: Node, args: list):
     if v.dtype != x.dtype or (mode != "set" and not atomic and serial is None):
         return None
     space = tuple(v.shape)
-    out = be.empty(x.shape, x.dtype)
-    from .cuda import _cstrides
-    be._copy(out, x, 0, 0, tuple(x.shape), _cstrides(x.shape), _cstrides(x.shape))
+    if inplace and x is args[0]:
+        out = x
+    else:
+        from .cuda import _cstrides
+        out = be.empty(x.shape, x.dtype)
+        be._copy(out, x, 0, 0, tuple(x.shape), _cstrides(x.shape), _cstrides(x.shape))
     if mode != "set":
         _launch(be, ATOMIC[mode] if atomic else serial, n, out, x, v, idx, space,
                 tuple(x.shape))

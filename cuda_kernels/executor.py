@@ -77,7 +77,7 @@ def lower(roots: list[Node], backend: str) -> Program:
             consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
-    peak, copied, inplace, freed = plan_memory(roots, order, backend == "cpu")
+    peak, copied, inplace, freed = plan_memory(roots, order)
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
                    consts_of, inplace, fills, _dead_after(order, roots), freed)
 
@@ -134,7 +134,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
         elif id(n) in program.fills:
             vals[id(n)] = _fill(n.shape, n.dtype, program.fills[id(n)])
         elif n.op == "fusion":
-            reuse = n.attr("reuse") if program.backend == "cpu" else None
+            reuse = n.attr("reuse")
             vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs],
                                   program.consts_of[id(n)], reuse)
         elif n.op == "output":
@@ -169,8 +169,8 @@ def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int 
     the param whose buffer the (elementwise) result is written over, when its layout allows."""
     body = n.attr("body")
     p = params[reuse] if reuse is not None else None
-    if p is not None and isinstance(p, np.ndarray) and p.flags.c_contiguous and \
-            p.flags.writeable:
+    if p is not None and be.is_contiguous(p) and getattr(getattr(p, "flags", None),
+                                                         "writeable", True):
         outs = [p.reshape(n.shape)]  # (differs from p's shape at most by length-1 axes)
     else:
         outs = [be.empty(o.shape, o.dtype) for o in fusion_outputs(body)]

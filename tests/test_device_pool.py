@@ -54,3 +54,18 @@ def test_pool_release_takes_only_its_own_live_arrays():
     assert pool.hits == 1 and b.shape == (8,) and b.dtype == numpy.int32
     pool.release(a)                        # a second release of an array handed out again
     assert pool.idle == 0
+
+
+def test_updates_run_in_place_on_the_device():
+    h = numpy.arange(12, dtype=numpy.float32).reshape(3, 4)
+    with context(backend="cuda", cuda_sim=True):
+        a = np.asarray(h) * 2
+        a[1] = -1.0
+        np.add.at(a, ([0, 0], [1, 1]), 1.0)
+        a[[2, 2], [3, 0]] = 7.0
+        assert tracer.explain(a).bytes_copied == 0
+        want = h * 2
+        want[1] = -1.0
+        numpy.add.at(want, ([0, 0], [1, 1]), 1.0)
+        want[[2, 2], [3, 0]] = 7.0
+        numpy.testing.assert_array_equal(numpy.asarray(a), want)
