@@ -10,6 +10,7 @@ from ir.stats import reset_stats, stats
 from .array import ndarray
 from .runtime import (Plan, TracerFallbackWarning, coverage_report, evaluate, explain)
 from . import numpy  # noqa: F401
+from .jit import jit
 
 __all__ = ["CONFIG", "context", "stats", "reset_stats", "ndarray", "evaluate", "explain", "Plan",
-           "TracerFallbackWarning", "coverage_report", "numpy"]
+           "TracerFallbackWarning", "coverage_report", "numpy", "jit"]

@@ -67,13 +67,12 @@ def _with_slots(roots: list[Node], leaves: list[Node]) -> tuple[list[Node], list
     return [new[id(r)] for r in roots], slots
 
 
-def plan(roots: list[Node], backend: str):
-    """(program, res, bind): the program to run, the optimizer's result (None on a cache hit),
-    and the leaf buffers to bind to its slots."""
-    key, leaves = signature(roots, backend) if not CONFIG.dump_dir else (None, [])
+def lookup(roots: list[Node], backend: str):
+    """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
+    leaves in the order of entry.slots; None when the graph cannot be cached."""
+    key, leaves = signature(roots, backend)
     if key is None:
-        res = opt.optimize(roots)
-        return cuda_kernels.lower(res.roots, backend), res, None
+        return None
     entry = _PLANS.get(key)
     if entry is None:
         slot_roots, slots = _with_slots(roots, leaves)
@@ -82,10 +81,19 @@ def plan(roots: list[Node], backend: str):
         _PLANS[key] = entry
         if len(_PLANS) > MAX_PLANS:
             _PLANS.popitem(last=False)
-        hit = False
-    else:
-        _PLANS.move_to_end(key)
-        hit = True
+        return entry, False, leaves
+    _PLANS.move_to_end(key)
+    return entry, True, leaves
+
+
+def plan(roots: list[Node], backend: str):
+    """(program, res, bind): the program to run, the optimizer's result (None on a cache hit),
+    and the leaf buffers to bind to its slots."""
+    found = lookup(roots, backend) if not CONFIG.dump_dir else None
+    if found is None:
+        res = opt.optimize(roots)
+        return cuda_kernels.lower(res.roots, backend), res, None
+    entry, hit, leaves = found
     bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
     return entry.program, (None if hit else entry.res), bind
 

@@ -1,0 +1,117 @@
+"""`tracer.jit(f)`: trace f once per input signature, then replay its optimized plan.
+
+The first call with a signature (for each array argument: type, shape, dtype, layout; other
+arguments by value) runs f on lazy arguments and plans the graph it returns, as an evaluation
+would. Later calls with that signature skip f, tracing, the optimizer and lowering: the new
+arguments' buffers are bound to the plan's slots and its kernels run.
+
+As with jax.jit, what f reads besides its arguments (globals, closures, NumPy arrays it makes)
+is frozen at the first call. f runs un-jitted on every call where replay cannot stand for
+it: when tracing needed a value (printing, `float()`, a mask's nonzero), when f wrote into an
+argument (the first call then runs f twice: once traced, once on the real arguments), or when
+it returned something other than lazy arrays.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import cuda_kernels
+from ir import Buffer, make
+from ir.config import CONFIG
+from ir.stats import STATS
+from . import plans
+from .array import Var, ndarray
+from .runtime import backend, evaluate_vars
+
+_RETRACE = object()  # this signature is not replayable: call f as it is
+
+
+def _sig_of(a) -> tuple:
+    if isinstance(a, ndarray):
+        return ("lazy", a.shape, a.dtype.str)
+    if isinstance(a, np.ndarray):
+        return ("numpy", a.shape, a.dtype.str, a.flags.c_contiguous)
+    try:
+        hash(a)
+    except TypeError:
+        return ("id", id(a))
+    return ("value", type(a), a)
+
+
+def _buffer(a):
+    """The realized buffer behind an array argument."""
+    if isinstance(a, ndarray):
+        if a._var.node.op != "input" or a._view.steps:
+            evaluate_vars([a._var])
+            if a._view.steps:  # a view: its values as a buffer of their own
+                return Buffer(np.ascontiguousarray(np.asarray(a)))
+        return a._var.node.attr("buf")
+    return Buffer(a)
+
+
+class _Replay:
+    __slots__ = ("program", "feeds", "outs", "single")
+
+    def __init__(self, program, feeds, outs, single):
+        self.program, self.feeds, self.outs, self.single = program, feeds, outs, single
+
+
+class jit:
+    """Trace `f` once per input signature and replay the optimized plan."""
+
+    def __init__(self, f):
+        self.f = f
+        self._plans: dict[tuple, object] = {}
+        functools.update_wrapper(self, f)
+
+    def __call__(self, *args):
+        key = (tuple(_sig_of(a) for a in args), backend(), CONFIG.disable_passes)
+        entry = self._plans.get(key)
+        if entry is None:
+            entry, result = self._trace(args)
+            self._plans[key] = entry
+            return result
+        if entry is _RETRACE:
+            return self.f(*args)
+        return self._replay(entry, args)
+
+    def _trace(self, args):
+        bufs = [_buffer(a) if isinstance(a, (ndarray, np.ndarray)) else None for a in args]
+        leaves = [make("input", (), b.value.shape, b.value.dtype, (("buf", b),))
+                  if b is not None else None for b in bufs]
+        lazy = [ndarray(Var(leaf)) if leaf is not None else a for leaf, a in zip(leaves, args)]
+        before = STATS.evaluations
+        out = self.f(*lazy)
+        single = isinstance(out, ndarray)
+        outs = [out] if single else list(out) if isinstance(out, (tuple, list)) else None
+        if any(x._var.node is not leaf for x, leaf in zip(lazy, leaves) if leaf is not None):
+            return _RETRACE, self.f(*args)  # f wrote into an argument: write the real one
+        if STATS.evaluations != before or outs is None or \
+                not all(isinstance(o, ndarray) for o in outs):
+            return _RETRACE, out  # a value was needed, or f returned something else
+        roots = [o._node for o in outs]
+        found = plans.lookup(roots, backend())
+        if found is None:  # an attribute that cannot key a plan
+            return _RETRACE, out
+        plan, _, graph_leaves = found
+        arg_of = {id(leaf): k for k, leaf in enumerate(leaves) if leaf is not None}
+        # a slot reads an argument, or a buffer f captured (frozen, as jax.jit freezes it)
+        feeds = [(s, arg_of.get(id(g)), g.attr("buf")) for s, g in zip(plan.slots, graph_leaves)]
+        entry = _Replay(plan.program, feeds, [(o.shape, o.dtype) for o in outs], single)
+        return entry, self._run(entry, bufs)
+
+    def _replay(self, entry: _Replay, args):
+        STATS.plan_cache_hits += 1
+        return self._run(entry, [_buffer(a) if isinstance(a, (ndarray, np.ndarray)) else None
+                                 for a in args])
+
+    @staticmethod
+    def _run(entry: _Replay, bufs):
+        STATS.evaluations += 1
+        bind = {id(s): (bufs[k] if k is not None else own) for s, k, own in entry.feeds}
+        res = cuda_kernels.run(entry.program, bind)
+        outs = [ndarray(Var(make("input", (), shape, dtype, (("buf", b),))))
+                for (shape, dtype), b in zip(entry.outs, res)]
+        return outs[0] if entry.single else tuple(outs)
