@@ -107,3 +107,21 @@ def test_replay_of_a_long_chain(n_ops):
         want = want * 1.0001 + g
     for k in range(2):
         numpy.testing.assert_allclose(numpy.asarray(jf(h, g)), want, rtol=1e-13)
+
+
+def test_new_sizes_compile_nothing(rng):
+    """Kernels are shape-generic: sizes are arguments, so the same program on new sizes (same
+    ranks, dtypes and broadcast pattern) compiles no kernel."""
+    def prog(x, y):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True) + (x * y).sum(axis=0)
+    numpy.asarray(prog(np.asarray(rng.standard_normal((5, 7))),
+                       np.asarray(rng.standard_normal((5, 7)))))
+    before = tracer.stats().kernels_compiled, tracer.stats().recompiles
+    for shape in [(9, 7), (3, 3), (40, 17)]:
+        hx, hy = rng.standard_normal((2,) + shape)
+        got = numpy.asarray(prog(np.asarray(hx), np.asarray(hy)))
+        e = numpy.exp(hx - hx.max(axis=1, keepdims=True))
+        numpy.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True) + (hx * hy).sum(0),
+                                      rtol=1e-12)
+    assert (tracer.stats().kernels_compiled, tracer.stats().recompiles) == before
