@@ -14,6 +14,7 @@ from ir import Node
 from ir.interp import eval_node
 from ir.stats import STATS
 from . import cpu
+from .compiler import purge_disk_cache
 from .scatter_cpu import run_scatter
 
 
@@ -140,12 +141,20 @@ class CpuBackend:
         hits = sum(fn.stats.cache_hits.values())
         t0 = time.perf_counter()
         if kernel.kind in ("loop", "horizontal"):
-            fn(*outs, *params, *consts)
+            args = (*outs, *params, *consts)
         elif kernel.kind == "row":
-            fn(*outs, *params, *consts, *cpu.row_plan(body).shape)
+            args = (*outs, *params, *consts, *cpu.row_plan(body).shape)
         else:
-            m, ch = reduce_launch_sizes(body)
-            fn(*outs, *params, *consts, *m, ch)
+            args = (*outs, *params, *consts, *reduce_launch_sizes(body)[0],
+                    reduce_launch_sizes(body)[1])
+        try:
+            fn(*args)
+        except Exception:
+            # a first call loads from Numba's disk cache: a corrupt or truncated entry is
+            # dropped and the kernel compiled again (a second failure is a real error)
+            if len(fn.signatures) > before or not purge_disk_cache(kernel.name):
+                raise
+            fn(*args)
         new = len(fn.signatures) > before
         disk = new and sum(fn.stats.cache_hits.values()) > hits
         record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)

@@ -62,6 +62,26 @@ def write_module(name: str, source: str) -> str:
     return path
 
 
+def purge_disk_cache(name: str) -> bool:
+    """Delete Numba's cache entries of generated module `name` (beside the module, or under
+    NUMBA_CACHE_DIR where that is set); whether there were any."""
+    from numba.core import config as numba_config
+    roots = [os.path.join(cache_dir(), "gen", "__pycache__")]
+    if numba_config.CACHE_DIR:
+        roots.append(numba_config.CACHE_DIR)
+    found = False
+    for root in roots:
+        for d, _, files in os.walk(root):
+            for f in files:
+                if f.startswith(f"{name}.") and f.endswith((".nbi", ".nbc")):
+                    try:
+                        os.remove(os.path.join(d, f))
+                        found = True
+                    except FileNotFoundError:  # another process removed it first
+                        pass
+    return found
+
+
 def import_module(name: str, path: str, inject: dict | None = None):
     """Import a generated module; `inject` binds names (e.g. the CUDA jit decorators) first."""
     modname = f"tracer_gen.{name}"
