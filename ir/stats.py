@@ -18,6 +18,7 @@ class Stats:
     trace_s: float = 0.0
     optimize_s: float = 0.0
     codegen_s: float = 0.0
+    load_s: float = 0.0       # writing and importing generated modules
     compile_s: float = 0.0
     run_s: float = 0.0
 

@@ -125,3 +125,18 @@ def test_new_sizes_compile_nothing(rng):
         numpy.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True) + (hx * hy).sum(0),
                                       rtol=1e-12)
     assert (tracer.stats().kernels_compiled, tracer.stats().recompiles) == before
+
+
+def test_debug_level_one_logs_new_kernels_and_each_phase(capsys):
+    from ir.config import context
+    h = numpy.arange(7.0)
+    with context(debug=1):
+        numpy.asarray(np.arctan(np.asarray(h)) * 3 - 2)  # a structure no other test compiles
+        numpy.asarray(np.arctan(np.asarray(h + 1)) * 3 - 2)
+    err = capsys.readouterr().err.splitlines()
+    evals = [line for line in err if "evaluated" in line]
+    assert any("new kernel k_loop" in line for line in err)
+    assert "new plan" in evals[0] and "cached plan" in evals[1]
+    for phase in ("trace", "optimize", "codegen", "load", "compile", "run"):
+        assert f" {phase} " in evals[0]
+    assert tracer.stats().load_s >= 0.0

@@ -67,8 +67,15 @@ def evaluate_vars(vars_: list[Var]) -> None:
         v.node = _leaf_for(node, buf)
 
 
+_PHASES = ("trace_s", "optimize_s", "codegen_s", "load_s", "compile_s", "run_s")
+_TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
+
+
 def execute(roots: list[Node]) -> list:
     STATS.evaluations += 1
+    phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
+    if phases0:
+        phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
     t0 = time.perf_counter()
     program, res, bind = plans.plan(roots, backend())
     # the optimizer's own time (lowering's codegen and compiles are counted apart), or the
@@ -77,9 +84,12 @@ def execute(roots: list[Node]) -> list:
     STATS.plan_cache_hits += res is None
     bufs = cuda_kernels.run(program, bind)
     if CONFIG.debug >= 1:
-        how = "cached plan" if res is None else f"optimize {res.seconds * 1e3:.2f} ms"
-        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}",
-              file=sys.stderr)
+        how = "cached plan" if res is None else "new plan"
+        spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
+                          for p, v in zip(_PHASES, phases0))
+        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}; "
+              f"{spent}", file=sys.stderr)
+        _TRACE_AT[0] = STATS.trace_s
     if res is None:
         return bufs
     if CONFIG.debug >= 2:
