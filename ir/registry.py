@@ -167,8 +167,10 @@ _ufunc("logaddexp", T(typed("_logaddexp", 2)), Props(commutative=True))
 _ufunc("logaddexp2", T(typed("_logaddexp2", 2)), Props(commutative=True))
 for _n, _m in [("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"),
                ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
-               ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
+               ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
     _ufunc(_n, T(f"math.{_m}({{0}})"))
+_ufunc("tanh", T(lambda i, o, b: "_tanhf({0})" if b == "cpu" and o.itemsize == 4
+                 else "math.tanh({0})"))
 _ufunc("arctan2", T("math.atan2({0}, {1})"))
 _ufunc("hypot", T("math.hypot({0}, {1})"), Props(commutative=True))
 _DEG2RAD = scaled(math.pi / 180, float(np.float32(np.pi) / np.float32(180)))
