@@ -55,6 +55,14 @@ def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
     STATS.kernels_launched += 1
 
 
+def fill(shape, dtype, value) -> np.ndarray:
+    """An array of one value: np.zeros for +0 (pages come zeroed from the OS, touched only when
+    written), else np.full."""
+    if value == 0 and not (np.dtype(dtype).kind == "f" and np.signbit(value)):
+        return np.zeros(shape, dtype)
+    return np.full(shape, value, dtype)
+
+
 # References to an unused pool block seen from a loop over the pool: the pool's list, the loop
 # variable and getrefcount's own argument.
 _UNUSED = 3
@@ -145,8 +153,8 @@ class CpuBackend:
         elif kernel.kind == "row":
             args = (*outs, *params, *consts, *cpu.row_plan(body).shape)
         else:
-            args = (*outs, *params, *consts, *reduce_launch_sizes(body)[0],
-                    reduce_launch_sizes(body)[1])
+            m, ch = reduce_launch_sizes(body)
+            args = (*outs, *params, *consts, *m, ch)
         try:
             fn(*args)
         except Exception:
@@ -178,14 +186,13 @@ class CpuBackend:
 
     def _update_target(self, x: np.ndarray, inplace: bool):
         """allocate(shape, dtype) for an update's result holding x's values: x itself in
-        place; zero pages from the OS (untouched until written) for a broadcast zero, as the
-        first write into `np.zeros(...)` has; else a pooled copy."""
+        place; a fill for a broadcast constant (zero pages untouched until written, as the
+        first write into `np.zeros(...)` has); else a pooled copy."""
         def allocate(shape, dtype):
             if inplace and x.flags.writeable:
                 return x
-            if x.size and not any(x.strides) and x.dtype.kind in "biuf" and x.flat[0] == 0 \
-                    and not np.signbit(x.flat[0]):
-                return np.zeros(shape, dtype)
+            if x.size and not any(x.strides):
+                return fill(shape, dtype, x.flat[0])
             out = self.pool.empty(shape, dtype)
             np.copyto(out, x)
             return out

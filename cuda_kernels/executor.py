@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir import Buffer, Node, Slot, toposort
-from ir.liveness import UPDATE_OPS, VIEW_OPS, Storage, consts_only, leaf_const
+from ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
 from ir.registry import fusion_outputs
 from ir.stats import STATS
 from . import backends
-from .backends import const_value
+from .backends import const_value, fill
 from .compiler import Kernel, get_kernel
 from .cpu import is_flat
 from .emit import Emitter
@@ -97,22 +97,14 @@ def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:
     return dead
 
 
-def _fill(shape, dtype, value) -> np.ndarray:
-    """np.zeros for +0 (pages come zeroed from the OS, touched only when written), else
-    np.full."""
-    if value == 0 and not (np.dtype(dtype).kind == "f" and np.signbit(value)):
-        return np.zeros(shape, dtype)
-    return np.full(shape, value, dtype)
-
-
-def plan_memory(roots: list[Node], order: list[Node], inplace_ok: bool = True
+def plan_memory(roots: list[Node], order: list[Node]
                 ) -> tuple[int, int, set[int], list[list[int]]]:
     """Planned peak of intermediate buffers (inputs and requested outputs excluded), the bytes
-    that updates copy, the updates run in place (those buffer assignment marked, where the
-    backend can: `inplace_ok`), and per position the storages that die there."""
+    that updates copy, the updates run in place (those buffer assignment marked), and per
+    position the storages that die there."""
     st = Storage(order, roots)
-    inplace, copied = st.walk_updates(lambda n, can: inplace_ok and bool(n.attr("inplace")),
-                                      lambda n, k: inplace_ok and n.attr("reuse") == k)
+    inplace, copied = st.walk_updates(lambda n: bool(n.attr("inplace")),
+                                      lambda n, k: n.attr("reuse") == k)
     return st.peak(), copied, inplace, st.freed_after()
 
 
@@ -132,7 +124,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
         elif n.op == "const":
             vals[id(n)] = const_value(n)
         elif id(n) in program.fills:
-            vals[id(n)] = _fill(n.shape, n.dtype, program.fills[id(n)])
+            vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
         elif n.op == "fusion":
             reuse = n.attr("reuse")
             vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs],
@@ -144,8 +136,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
                 STATS.interpreted_nodes += 1
             t0 = time.perf_counter()
             args = [vals[id(i)] for i in n.inputs]
-            vals[id(n)] = be.run_node(n, args, id(n) in program.inplace) \
-                if n.op in UPDATE_OPS else be.run_node(n, args)
+            vals[id(n)] = be.run_node(n, args, id(n) in program.inplace)
             del args
             STATS.run_s += time.perf_counter() - t0
         if release is not None:

@@ -1,6 +1,6 @@
-"""Scatters on the cpu backend. The result is a copy of the operand (into a pooled buffer) with
-the update applied in place: NumPy's indexing for `x[key] = v`, and for `add.at` along the
-first axis a compiled loop (NumPy's `ufunc.at` is a slow generic path), in index order, so
+"""Scatters on the cpu backend, into the operand itself where buffer assignment allows, else
+into a pooled copy of it: NumPy's indexing for `x[key] = v`, and for `add.at` along the first
+axis a compiled loop (NumPy's `ufunc.at` is a slow generic path), in index order, so
 every sum is NumPy's. Many updates into few bins split over threads into private bins that
 are added in thread order afterwards: exact for integers, a different (still deterministic)
 summation order for float64; float32 always runs in NumPy's order.
@@ -54,11 +54,8 @@ def _add_rows_private(out, idx, v, nt):
                 break
             if i < 0:
                 i += n
-            if m == 1:
-                parts[t, i, 0] += v[q, 0]
-            else:
-                for j in range(m):
-                    parts[t, i, j] += v[q, j]
+            for j in range(m):  # (one element per row takes _add_private_1d)
+                parts[t, i, j] += v[q, j]
     first = bad.min()
     if first < k:
         return first

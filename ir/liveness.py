@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .node import Node
+from .node import Node, toposort
+from .registry import OPS, Kind, unit_reshape
 
 VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
 UPDATE_OPS = ("setslice", "scatter")
@@ -76,8 +77,8 @@ class Storage:
         return None
 
     def walk_updates(self, decide, reuse=None) -> tuple[set[int], int]:
-        """Visit the updates in order; `decide(n, can)` says whether n runs in place given
-        whether it can. Merges the storage of those that do. With `reuse(n, k)`, elementwise
+        """Visit the updates in order; `decide(n)` says whether n, which can run in place,
+        does. Merges the storage of those that do. With `reuse(n, k)`, elementwise
         fusions that may write over their dying param k and are told to do so merge too.
         Returns (updates in place, bytes copied: operands copied by the other updates, a
         broadcast constant being filled, not copied)."""
@@ -96,7 +97,7 @@ class Storage:
             can = s in self.made and s not in keep and self.last.get(s) == pos and \
                 id(n.inputs[0]) not in self.bcast and \
                 all(self.find(id(i)) != s for i in n.inputs[1:])
-            if can and decide(n, can):
+            if can and decide(n):
                 inplace.add(id(n))
                 self._merge(n, s, pos)
             elif s in self.made or not consts_only(n.inputs[0]):
@@ -134,8 +135,6 @@ class Storage:
 def _elementwise(body: Node) -> bool:
     """One output computed element by element from same-shaped params (constants may be
     broadcast): output element i reads only element i of each param."""
-    from .node import toposort
-    from .registry import OPS, Kind, unit_reshape
     if body.op == "tuple":
         return False
     for n in toposort([body]):

@@ -18,7 +18,7 @@ def buffer_assignment(roots: list[Node]) -> list[Node]:
         reuse[id(n)] = k
         return True
 
-    inplace, _ = Storage(order, roots).walk_updates(lambda n, can: True, take)
+    inplace, _ = Storage(order, roots).walk_updates(lambda n: True, take)
     new: dict[int, Node] = {}
     for n in order:
         ins = tuple(new[id(i)] for i in n.inputs)

@@ -96,7 +96,3 @@ def plan(roots: list[Node], backend: str):
     entry, hit, leaves = found
     bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
     return entry.program, (None if hit else entry.res), bind
-
-
-def clear() -> None:
-    _PLANS.clear()
