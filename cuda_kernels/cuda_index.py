@@ -25,6 +25,7 @@ import numpy as np
 
 from ir import Node
 from ir.registry import OPS
+from .cuda_gen import _tpb, _unflatten
 from .emit import helper_source, needed_helpers, tname
 
 ATOMIC = {"add": "add", "maximum": "max", "minimum": "min"}
@@ -53,7 +54,6 @@ def gen_index(arg: str, name: str) -> str:
     idx = [f"i{j}" for j in range(k)]
     xa = [f"xa{j}" for j in range(k)]
     da = [f"da{j}" for j in range(k)]
-    from .cuda import _unflatten
     L = ["@_jit", f"def {name}(out, x, v, err, {', '.join(idx + n + xc + bc + xa + da)}):"]
     if serial:
         L += ["    if cuda.grid(1) != 0:", "        return",
@@ -120,7 +120,6 @@ def _launch(be, mode: str, n: Node, out, x, v, idx: list, space: tuple, x_shape:
     work = math.prod(space)
     if work == 0:
         return
-    from .cuda import _tpb
     fn = be.library_kernel("index", f"{len(space)}_{len(idx)}_{mode}")
     err = be.from_host(np.zeros(3, np.int64))
     fn[be._blocks(work, _tpb()), _tpb()](be.flatten(out), be.flatten(x), be.flatten(v), err,

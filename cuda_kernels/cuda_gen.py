@@ -1,0 +1,362 @@
+"""CUDA kernel source: each fused group and each library kernel (strided copy, tiled matmul)
+as Python source for numba.cuda; cuda.py loads and launches it. See cuda.py's docstring for
+the kernel shapes."""
+from __future__ import annotations
+
+import math as _math
+
+import numpy as np
+
+from ir import Node, toposort
+from ir.config import CONFIG
+from ir.registry import OPS, reduce_identity
+from .cpu import acc_dtype, reduce_layout, row_index, row_plan, row_ready, stores
+from .emit import Emitter, tname
+
+HEADER = """import math
+import numba
+import numpy as np
+"""
+
+NB_TYPES = {"bool": "numba.boolean", "int8": "numba.int8", "int16": "numba.int16",
+            "int32": "numba.int32", "int64": "numba.int64", "uint8": "numba.uint8",
+            "uint16": "numba.uint16", "uint32": "numba.uint32", "uint64": "numba.uint64",
+            "float32": "numba.float32", "float64": "numba.float64"}
+
+TILE = 16           # matmul tile edge
+
+
+def _tpb() -> int:
+    return 32 if CONFIG.cuda_sim else 256
+
+
+def _ident(red: Node) -> str:
+    v = reduce_identity(OPS[red.op], red.inputs[0].dtype)
+    if isinstance(v, float) and _math.isinf(v):
+        return "math.inf" if v > 0 else "-math.inf"
+    return repr(v)
+
+
+def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[str]:
+    """names[k] = k-th digit of var in the mixed radix `sizes` (last fastest)."""
+    if not names:
+        return []
+    if len(names) == 1:
+        return [f"{ind}{names[0]} = {var}"]
+    out = [f"{ind}rem = {var}"]
+    for k in range(len(names) - 1, 0, -1):
+        out.append(f"{ind}{names[k]} = rem % {sizes[k]}")
+        out.append(f"{ind}rem = rem // {sizes[k]}")
+    out.append(f"{ind}{names[0]} = rem")
+    return out
+
+
+def _fix_0d(src: str) -> str:
+    return src.replace("[()]", "[0]")  # 0-d arrays are launched as 1-element arrays
+
+
+# ---------------------------------------------------------------------------- fusion kernels
+
+def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
+    rank = 1 if flat else em.outputs[0].ndim
+    idx = tuple(f"i{k}" for k in range(rank))
+    args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts] + \
+        [f"n{k}" for k in range(max(rank, 1))]
+    inner: list[str] = []
+    inner += stores(em, em.outputs, idx, inner, {})
+    L = ["@_jit", f"def {name}({', '.join(args)}):"]
+    if rank == 0:
+        L.append("    if cuda.grid(1) == 0:")
+        L += ["        " + s for s in inner]
+        return _fix_0d("\n".join(L))
+    total = " * ".join(f"n{k}" for k in range(rank))
+    L.append(f"    for flat in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
+    L += _unflatten("flat", list(idx), [f"n{k}" for k in range(rank)], "        ")
+    L += ["        " + s for s in inner]
+    return _fix_0d("\n".join(L))
+
+
+def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
+    """Independent outputs of different shapes (horizontal fusion) in one launch: a grid-stride
+    loop per output, one after another; each output's sizes are read from its array."""
+    args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
+    L = ["@_jit", f"def {name}({', '.join(args)}):"]
+    for out, o in zip(em.out_names, em.outputs):
+        idx = tuple(f"i{k}" for k in range(o.ndim))
+        inner: list[str] = []
+        inner += stores(em, [o], idx, inner, {})
+        if o.ndim == 0:
+            L.append("    if cuda.grid(1) == 0:")
+            L += ["        " + s for s in inner]
+            continue
+        sizes = [f"{out}.shape[{k}]" for k in range(o.ndim)]
+        L.append(f"    for flat in range(cuda.grid(1), {out}.size, cuda.gridsize(1)):")
+        L += _unflatten("flat", list(idx), sizes, "        ")
+        L += ["        " + s for s in inner]
+    return _fix_0d("\n".join(L))
+
+
+def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
+    """True when candidate b beats a: NumPy's first-occurrence and first-NaN rules. An index
+    below zero marks an empty candidate."""
+    cmp = ">" if red.op == "argmax" else "<"
+    if red.inputs[0].dtype.kind == "f":
+        better = (f"(({va} != {va}) and ({vb} != {vb}) and {ib} < {ia}) or "
+                  f"(({va} == {va}) and (({vb} != {vb}) or {vb} {cmp} {va} or "
+                  f"({vb} == {va} and {ib} < {ia})))")
+    else:
+        better = f"{vb} {cmp} {va} or ({vb} == {va} and {ib} < {ia})"
+    return f"{ib} >= 0 and ({ia} < 0 or {better})"
+
+
+def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
+    p = src.ndim
+    acc_t = tname(src.dtype) if is_arg else tname(acc_dtype(red))
+    sh_t = NB_TYPES[src.dtype.name if is_arg else acc_dtype(red).name]
+    combine = OPS[red.op].combine
+    if combine:
+        em._need(combine)
+    base = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
+    sizes = [f"m{k}" for k in range(p)]
+    nout = " * ".join(f"m{k}" for k in kept) or "1"
+    nred = " * ".join(f"m{k}" for k in redax) or "1"
+
+    def comb(a: str, b: str) -> str:
+        return f"{acc_t}({combine.replace('(acc, v)', f'({a}, {b})').replace('acc', a).replace(' v)', f' {b})')})"
+
+    def tree(ind: str) -> list[str]:
+        L = [f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}", f"{ind}while s > 0:",
+             f"{ind}    if tid < s:"]
+        if is_arg:
+            L += [f"{ind}        if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'shv[tid + s]', 'shi[tid + s]')}:",
+                  f"{ind}            shv[tid] = shv[tid + s]",
+                  f"{ind}            shi[tid] = shi[tid + s]"]
+        else:
+            L.append(f"{ind}        shv[tid] = {comb('shv[tid]', 'shv[tid + s]')}")
+        L += [f"{ind}    cuda.syncthreads()", f"{ind}    s //= 2"]
+        return L
+
+    shared = [f"    shv = cuda.shared.array({tpb}, {sh_t})"]
+    if is_arg:
+        shared.append(f"    shi = cuda.shared.array({tpb}, numba.int64)")
+    # pass 1: partials[o, g]
+    stmts: list[str] = []
+    v = em.emit(src, tuple(j), stmts, {})
+    L = ["@_jit", f"def {name}({', '.join(base + ['pv', 'pi'] + sizes + ['G'])}):"]
+    L += shared
+    L += ["    tid = cuda.threadIdx.x", f"    nout = {nout}", f"    nred = {nred}",
+          "    for blk in range(cuda.blockIdx.x, nout * G, cuda.gridDim.x):",
+          "        o = blk // G", "        g = blk % G"]
+    L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
+    if is_arg:
+        L += [f"        acc = {acc_t}(0)", "        bi = -1"]  # empty until a value is seen
+    else:
+        L.append(f"        acc = {acc_t}({_ident(red)})")
+    L.append(f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
+    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
+    L += ["            " + s for s in stmts]
+    if is_arg:
+        L += [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
+              f"                acc = {v}", "                bi = r"]
+        L += ["        shv[tid] = acc", "        shi[tid] = bi"]
+        L += tree("        ")
+        L += ["        if tid == 0:", "            pv[o, g] = shv[0]", "            pi[o, g] = shi[0]"]
+    else:
+        L.append(f"            acc = {comb('acc', v)}")
+        L.append("        shv[tid] = acc")
+        L += tree("        ")
+        L += ["        if tid == 0:", "            pv[o, g] = shv[0]"]
+    # No barrier before the next output: after the tree's last barrier only thread 0 reads
+    # shv[0] (and shi[0]), and the next output's first writes are to each thread's own slot.
+
+    # pass 2: combine the G partials of each output, then the epilogue
+    F = ["", "", "@_jit", f"def {name}_fin({', '.join(base + ['pv', 'pi'] + sizes + ['G'])}):"]
+    F += shared
+    F += ["    tid = cuda.threadIdx.x", f"    nout = {nout}",
+          "    for o in range(cuda.blockIdx.x, nout, cuda.gridDim.x):"]
+    F += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
+    if is_arg:
+        F += ["        shv[tid] = pv[o, 0]", "        shi[tid] = -1"]
+        F += [f"        for g in range(tid, G, {tpb}):",
+              f"            if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'pv[o, g]', 'pi[o, g]')}:",
+              "                shv[tid] = pv[o, g]", "                shi[tid] = pi[o, g]"]
+    else:
+        F += [f"        acc = {acc_t}({_ident(red)})",
+              f"        for g in range(tid, G, {tpb}):",
+              f"            acc = {comb('acc', 'pv[o, g]')}",
+              "        shv[tid] = acc"]
+    F += tree("        ")
+    estmts: list[str] = []
+    em.override[id(red)] = "r"
+    res = em.emit(body, tuple(j[k] for k in kept), estmts, {})
+    em.override.clear()
+    rv = "shi[0]" if is_arg else f"{tname(red.dtype)}(shv[0])"
+    F += ["        if tid == 0:", f"            r = {rv}"]
+    F += ["            " + s for s in estmts]
+    target = ", ".join(j[k] for k in kept) or "0"
+    F.append(f"            out[{target}] = {res}")
+    return _fix_0d("\n".join(L + F))
+
+
+def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
+    """One block per row (grid-stride over rows): each reduction is a strided pass of the
+    block's threads and a shared-memory tree whose result every thread reads; per-row values are
+    computed by every thread; the final pass writes the row. A stashed value is written and read
+    back by the same thread (same stride), so it needs no barrier."""
+    plan = row_plan(body)
+    shape, k = plan.shape, plan.nkept
+    p = len(shape)
+    j = [f"j{d}" for d in range(p)]
+    full, kept = tuple(j), tuple(j[:k])
+    sh_t = {NB_TYPES[acc_dtype(r).name] for r in plan.reds}
+    sh_name = {t: f"sh{n}" for n, t in enumerate(sorted(sh_t))}
+    base = em.out_names + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
+    L = ["@_jit", f"def {name}({', '.join(base + [f'm{d}' for d in range(p)])}):"]
+    L += [f"    {v} = cuda.shared.array({tpb}, {t})" for t, v in sh_name.items()]
+    L += ["    tid = cuda.threadIdx.x", f"    nrow = {' * '.join(f'm{d}' for d in range(k))}",
+          f"    nred = {' * '.join(f'm{d}' for d in range(k, p))}",
+          "    for o in range(cuda.blockIdx.x, nrow, cuda.gridDim.x):"]
+    ind = "        "
+    L += _unflatten("o", list(kept), [f"m{d}" for d in range(k)], ind)
+    done: set[int] = set()
+
+    def hoist() -> None:
+        for n in row_ready(em, plan, done):
+            stmts: list[str] = []
+            v = em.emit(n, row_index(n, kept), stmts, {})
+            L.extend(ind + st for st in stmts)
+            em.override[id(n)] = v
+
+    def strided() -> str:
+        L.append(f"{ind}for r in range(tid, nred, {tpb}):")
+        L.extend(_unflatten("r", list(j[k:]), [f"m{d}" for d in range(k, p)], ind + "    "))
+        return ind + "    "
+
+    for r, red in enumerate(plan.reds):
+        hoist()
+        acc_t = tname(acc_dtype(red))
+        combine = OPS[red.op].combine
+        em._need(combine)
+        shv = sh_name[NB_TYPES[acc_dtype(red).name]]
+
+        def comb(a: str, b: str) -> str:
+            return f"{acc_t}({combine.replace('(acc, v)', f'({a}, {b})').replace('acc', a).replace(' v)', f' {b})')})"
+
+        L.append(f"{ind}acc = {acc_t}({_ident(red)})")
+        i2 = strided()
+        stmts: list[str] = []
+        memo: dict = {}
+        stashed = plan.stash is not None and id(plan.stash) not in em.override and \
+            any(m is plan.stash for m in toposort([red.inputs[0]]))
+        stash_at = f"{em.out_names[plan.stash_out]}[{', '.join(full)}]"
+        if stashed:
+            stmts.append(f"{stash_at} = {em.emit(plan.stash, full, stmts, memo)}")
+        v = em.emit(red.inputs[0], full, stmts, memo)
+        L.extend(i2 + st for st in stmts)
+        L.append(f"{i2}acc = {comb('acc', v)}")
+        if stashed:
+            em.override[id(plan.stash)] = stash_at
+        L += [f"{ind}{shv}[tid] = acc", f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}",
+              f"{ind}while s > 0:", f"{ind}    if tid < s:",
+              f"{ind}        {shv}[tid] = {comb(f'{shv}[tid]', f'{shv}[tid + s]')}",
+              f"{ind}    cuda.syncthreads()", f"{ind}    s //= 2",
+              f"{ind}r{r} = {tname(red.dtype)}({shv}[0])",
+              f"{ind}cuda.syncthreads()"]  # all threads read [0] before the next pass writes
+        em.override[id(red)] = f"r{r}"
+        done.add(id(red))
+    hoist()
+    narrow = [o for o in em.outputs if o.shape != shape]
+    if narrow:
+        L.append(f"{ind}if tid == 0:")
+        for o in narrow:
+            stmts = []
+            stmts += stores(em, [o], row_index(o, kept), stmts, {})
+            L.extend(ind + "    " + st for st in stmts)
+    wide = [o for o in em.outputs if o.shape == shape and
+            not (o is plan.stash and id(o) in em.override)]  # a stashed output is stored
+    if wide:
+        i2 = strided()
+        stmts = []
+        stmts += stores(em, wide, full, stmts, {})
+        L.extend(i2 + st for st in stmts)
+    em.override.clear()
+    return "\n".join(L)
+
+
+# ---------------------------------------------------------------------------- library kernels
+
+def gen_strided_copy(rank: int, name: str) -> str:
+    """out[oo + sum(i_k * os_k)] = x[xo + sum(i_k * xs_k)] over the index space n (flat 1-D
+    `out` and `x`; strides in elements, 0 for a broadcast axis). One kernel serves slice,
+    transpose, broadcast_to, concatenate and setslice."""
+    r = max(rank, 1)
+    n = [f"n{k}" for k in range(r)]
+    os_ = [f"os{k}" for k in range(r)]
+    xs = [f"xs{k}" for k in range(r)]
+    i = [f"i{k}" for k in range(r)]
+    L = ["@_jit", f"def {name}(out, x, oo, xo, {', '.join(n + os_ + xs)}):",
+         f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):"]
+    L += _unflatten("flat", i, n, "        ")
+    oidx = " + ".join(f"{a} * {b}" for a, b in zip(i, os_))
+    xidx = " + ".join(f"{a} * {b}" for a, b in zip(i, xs))
+    L.append(f"        out[oo + {oidx}] = x[xo + {xidx}]")
+    return "\n".join(L)
+
+
+def gen_matmul(dtype: np.dtype, name: str) -> str:
+    """Tiled shared-memory matmul: out[z] = A[z] @ B[z] on 3-D (batch, rows, cols) arrays;
+    TILE x TILE threads per block, output tiles on grid x, batch on grid z (both grid-strided).
+    `ma`, `mb` are the operands' modes: bit 0 is the batch step (0: one matrix shared by the
+    batch), bit 1 says the operand is stored transposed (a as [k, m], b as [n, k], the dot's
+    `ta`/`tb`); a transposed operand's tile is loaded with the thread axes swapped, so it is read
+    in place and the reads stay coalesced. Operands are cast to the result dtype (NumPy's loop),
+    then accumulated in float64 (floats), int64/uint64 (integers, same wrap-around) or int64
+    (bool: any(a and b))."""
+    dtype = np.dtype(dtype)
+    acc = {"f": "float64", "i": "int64", "u": "uint64", "b": "int64"}[dtype.kind]
+    acc_t, out_t = tname(np.dtype(acc)), tname(dtype)
+    store = "acc != 0" if dtype.kind == "b" else f"{out_t}(acc)"
+    T = TILE
+    return f"""@_jit
+def {name}(out, a, b, ma, mb, M, N, K):
+    ta = cuda.shared.array(({T}, {T}), {NB_TYPES[acc]})
+    tb = cuda.shared.array(({T}, {T}), {NB_TYPES[acc]})
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    nbn = (N + {T - 1}) // {T}
+    ntiles = ((M + {T - 1}) // {T}) * nbn
+    for z in range(cuda.blockIdx.z, out.shape[0], cuda.gridDim.z):
+        za = z * (ma & 1)
+        zb = z * (mb & 1)
+        for t in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+            r0 = (t // nbn) * {T}
+            c0 = (t % nbn) * {T}
+            row = r0 + ty
+            col = c0 + tx
+            acc = {acc_t}(0)
+            for k0 in range(0, K, {T}):
+                if ma & 2:
+                    if r0 + tx < M and k0 + ty < K:
+                        ta[tx, ty] = {acc_t}({out_t}(a[za, k0 + ty, r0 + tx]))
+                    else:
+                        ta[tx, ty] = {acc_t}(0)
+                elif row < M and k0 + tx < K:
+                    ta[ty, tx] = {acc_t}({out_t}(a[za, row, k0 + tx]))
+                else:
+                    ta[ty, tx] = {acc_t}(0)
+                if mb & 2:
+                    if c0 + ty < N and k0 + tx < K:
+                        tb[tx, ty] = {acc_t}({out_t}(b[zb, c0 + ty, k0 + tx]))
+                    else:
+                        tb[tx, ty] = {acc_t}(0)
+                elif col < N and k0 + ty < K:
+                    tb[ty, tx] = {acc_t}({out_t}(b[zb, k0 + ty, col]))
+                else:
+                    tb[ty, tx] = {acc_t}(0)
+                cuda.syncthreads()
+                for kk in range({T}):
+                    acc = {acc_t}(acc + ta[ty, kk] * tb[kk, tx])
+                cuda.syncthreads()
+            if row < M and col < N:
+                out[z, row, col] = {store}"""
