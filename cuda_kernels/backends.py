@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ir import Node
+from ir.registry import fusion_outputs
 from ir.interp import eval_node
 from ir.stats import STATS
 from . import cpu
@@ -143,6 +144,56 @@ class CpuBackend:
     def flatten(self, x):
         return x.reshape(-1)
 
+    # ---- getting kernels ready (compile_pool.py)
+    def signature(self, n: Node, kernel, consts: list) -> tuple:
+        """The Numba argument types fusion n's kernel will be launched with (see `launch`),
+        predicted from the graph: outputs are fresh C arrays, a param's layout and
+        writeability are those of a stand-in built like its value (executor.stand_in),
+        constants are numpy scalars, sizes are int64."""
+        from numba import typeof, types
+        from .executor import stand_in
+
+        def arr(v: np.ndarray):
+            if kernel.flat:  # flattened, copied first where not contiguous (_launch)
+                v = v.reshape(-1) if v.flags.c_contiguous else np.zeros(1, v.dtype)
+            return typeof(v)
+        body = n.attr("body")
+        sig = [arr(np.zeros((1,) * o.ndim, o.dtype)) for o in fusion_outputs(body)]
+        sig += [arr(stand_in(i)) for i in n.inputs]
+        sig += [typeof(c) for c in consts]
+        if kernel.kind == "row":
+            sig += [types.int64] * len(cpu.row_plan(body).shape)
+        elif kernel.kind == "reduce":
+            sig += [types.int64] * (len(reduce_launch_sizes(body)[0]) + 1)
+        return tuple(sig)
+
+    def has(self, kernel, sig: tuple) -> bool:
+        return sig in kernel.fn.overloads
+
+    def load(self, kernel, sig: tuple) -> bool:
+        """Load kernel's code for `sig` from Numba's disk cache, if it is there. This is what
+        the dispatcher's own cache lookup does, less its first step: re-registering Numba's
+        whole library of implementations in every new process (`refresh`), about 250 ms that a
+        cached kernel does not need. (It uses Numba internals; any surprise falls back to the
+        dispatcher, which loads or compiles as usual.)"""
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import rtsys
+        disp = kernel.fn
+        try:
+            with global_compiler_lock:
+                if sig in disp.overloads:
+                    return True
+                rtsys.initialize(disp.targetctx)
+                cres = disp._cache._load_overload(sig, disp.targetctx)
+                if cres is None:
+                    return False
+                disp._cache_hits[sig] += 1
+                disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+                disp.add_overload(cres)
+                return True
+        except Exception:  # a corrupt entry, or Numba internals that moved: the launch decides
+            return False
+
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         fn = kernel.fn
         before = len(fn.signatures)
@@ -160,7 +211,7 @@ class CpuBackend:
         except Exception:
             # a first call loads from Numba's disk cache: a corrupt or truncated entry is
             # dropped and the kernel compiled again (a second failure is a real error)
-            if len(fn.signatures) > before or not purge_disk_cache(kernel.name):
+            if len(fn.signatures) > before or not purge_disk_cache(kernel.module, kernel.name):
                 raise
             fn(*args)
         new = len(fn.signatures) > before

@@ -431,7 +431,7 @@ class CudaBackend:
 
 def _fin_of(kernel):
     """The second-pass kernel of a reduction, from the same generated module."""
-    mod = sys.modules[f"tracer_gen.{kernel.name}"]
+    mod = sys.modules[f"tracer_gen.{kernel.module}"]
     return getattr(mod, (kernel.meta or {}).get("fin", kernel.name + "_fin"))
 
 
@@ -453,7 +453,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     must have been generated with `cuda_sim=False`."""
     import numba
     from numba import cuda
-    mod = sys.modules[f"tracer_gen.{kernel.name}"]
+    mod = sys.modules[f"tracer_gen.{kernel.module}"]
     body = fusion.attr("body")
     em = Emitter(body, "cuda")
     sig = [nb_array(o.dtype, 1 if kernel.flat else max(o.ndim, 1)) for o in em.outputs]

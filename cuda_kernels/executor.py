@@ -1,6 +1,7 @@
 """Lower an optimized graph to a program of steps (kernels, views, library calls), and run it."""
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -8,13 +9,15 @@ import numpy as np
 
 from ir import Buffer, Node, Slot, toposort
 from ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
-from ir.registry import fusion_outputs
+from ir.registry import OPS, fusion_outputs
 from ir.stats import STATS
 from . import backends
 from .backends import const_value, fill
-from .compiler import Kernel, get_kernel
+from .compile_pool import prepare, ready
+from .compiler import Kernel, get_kernels
 from .cpu import is_flat
 from .emit import Emitter
+from .tiled import run_tiled
 
 LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter")
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
@@ -61,22 +64,53 @@ def _flat(n: Node) -> bool:
         all(_contiguous_producer(i) for i in n.inputs)
 
 
+def _strided(shape, dtype, strides=None, writeable=True) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if strides is None:  # C order
+        strides = tuple(math.prod(shape[k + 1:]) * dtype.itemsize for k in range(len(shape)))
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides,
+                                           writeable=writeable)
+
+
+def stand_in(n: Node) -> np.ndarray:
+    """An array with the shape, layout and writeability of the value `run` will hold for n,
+    over one element of memory (never to be read): view ops apply NumPy's own view logic to
+    their input's stand-in; anything else is a fresh C-contiguous array."""
+    buf = n.attr("buf") if n.op == "input" else None
+    if isinstance(buf, Slot):
+        c = _strided(n.shape, n.dtype)
+        return c if buf.contiguous else _strided(n.shape, n.dtype, tuple(2 * s for s in c.strides))
+    if buf is not None and isinstance(buf.value, np.ndarray):
+        v = buf.value
+        return _strided(v.shape, v.dtype, v.strides, v.flags.writeable)
+    if n.op in VIEW_OPS:
+        x = stand_in(n.inputs[0])
+        if n.op != "reshape" or x.flags.c_contiguous:  # (a reshape that cannot view copies)
+            return np.asarray(OPS[n.op].ref(x, **dict(n.attrs)))
+    return _strided(n.shape, n.dtype)
+
+
 def lower(roots: list[Node], backend: str) -> Program:
     order = toposort(roots)
-    kernels, kernel_of, interpreted, consts_of = [], {}, [], {}
+    interpreted, consts_of = [], {}
     fills: dict[int, object] = {}
+    fusions, requests = [], []
     for n in order:
         if n.op == "fusion" and backend == "cpu" and consts_only(n.attr("body")):
             fills[id(n)] = const_value(leaf_const(n.attr("body")))  # np.full: no kernel
         elif n.op == "fusion":
             work = max([o.size for o in fusion_outputs(n.attr("body"))] +
                        [i.size for i in n.inputs])
-            k = get_kernel(n.attr("body"), n.attr("kind"), backend, _flat(n), work >= PARALLEL_MIN)
-            kernel_of[id(n)] = k
-            kernels.append(k)
+            fusions.append(n)
+            requests.append((n.attr("body"), n.attr("kind"), _flat(n), work >= PARALLEL_MIN))
             consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
+    kernels = get_kernels(requests, backend) if requests else []
+    kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
+    be = backends.get(backend)
+    if hasattr(be, "signature"):
+        prepare(be, [(k, be.signature(n, k, consts_of[id(n)])) for n, k in zip(fusions, kernels)])
     peak, copied, inplace, freed = plan_memory(roots, order)
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
                    consts_of, inplace, fills, _dead_after(order, roots), freed)
@@ -125,6 +159,11 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
             vals[id(n)] = const_value(n)
         elif id(n) in program.fills:
             vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
+        elif n.op == "fusion" and not ready(be, program.kernel_of[id(n)]):
+            t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it meanwhile
+            vals[id(n)] = run_tiled(n, [vals[id(i)] for i in n.inputs])
+            STATS.tiered_runs += 1
+            STATS.run_s += time.perf_counter() - t0
         elif n.op == "fusion":
             reuse = n.attr("reuse")
             vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs],

@@ -17,7 +17,9 @@ class Config:
     disable_passes: frozenset[str] = field(default_factory=lambda: _env_set("TRACER_DISABLE_PASSES"))
     dump_dir: str = field(default_factory=lambda: os.environ.get("TRACER_DUMP", ""))
     verify: bool = field(default_factory=lambda: os.environ.get("TRACER_VERIFY", "") == "1")
-    compile_mode: str = field(default_factory=lambda: os.environ.get("TRACER_COMPILE", "sync"))
+    compile_mode: str = field(default_factory=lambda: os.environ.get("TRACER_COMPILE", "tiered"))
+    compile_workers: int = field(  # -1: the cpu count (at most 8); 0: compile in this process
+        default_factory=lambda: int(os.environ.get("TRACER_COMPILE_WORKERS", "-1") or -1))
     eager: bool = field(default_factory=lambda: os.environ.get("TRACER_EAGER", "") == "1")
     flush_nodes: int = 20000      # a pending graph past this many nodes is evaluated
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)

@@ -15,6 +15,7 @@ class Stats:
     interpreted_nodes: int = 0
     evaluations: int = 0
     plan_cache_hits: int = 0
+    tiered_runs: int = 0      # fused groups run by NumPy while their kernel compiled
     trace_s: float = 0.0
     optimize_s: float = 0.0
     codegen_s: float = 0.0

@@ -13,6 +13,8 @@ import pytest  # noqa: E402
 from ir.config import CONFIG  # noqa: E402
 
 CONFIG.verify = True
+CONFIG.compile_mode = "sync"  # tiered and worker compiles have tests of their own
+CONFIG.compile_workers = 0
 
 
 @pytest.fixture

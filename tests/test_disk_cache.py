@@ -20,7 +20,7 @@ WANT = repr((__import__("numpy").sin(__import__("numpy").arange(6.0)) * 3 + 1).r
 
 
 def _run(cache: Path, numba_dir: Path | None = None) -> subprocess.Popen:
-    env = dict(os.environ, TRACER_CACHE_DIR=str(cache), TRACER_BACKEND="cpu")
+    env = dict(os.environ, TRACER_CACHE_DIR=str(cache), TRACER_BACKEND="cpu", TRACER_COMPILE="sync")
     env.pop("NUMBA_CACHE_DIR", None)  # by default the modules' own __pycache__ is the cache
     if numba_dir is not None:
         env["NUMBA_CACHE_DIR"] = str(numba_dir)

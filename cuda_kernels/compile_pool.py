@@ -1,0 +1,124 @@
+"""Getting a program's cpu kernels ready: from Numba's disk cache, or compiled in worker processes.
+
+A program's kernels are known when it is lowered, and so, nearly always, are the argument types
+they will be launched with (`CpuBackend.signature`). With those in hand:
+- a kernel already on disk is loaded at once, without Numba's per-process re-registration of
+  its whole library (`CpuBackend.load`: 3 ms a kernel, against about 250 ms for the first);
+- new kernels compile in a pool of worker processes (`forkserver`: forking a process where
+  OpenMP has run kills the child; the server imports and warms Numba once, and each worker forks
+  from it). Workers write Numba's disk cache, and the parent loads from it. A kernel is compiled
+  from the same source with the same types whichever worker takes it, so the program's results
+  do not depend on the number of workers.
+- in `tiered` mode (TRACER_COMPILE, the default) the program does not wait: a kernel still
+  compiling is run by NumPy on tiles (tiled.py), and replaces that path when it is ready. `sync`
+  waits for every kernel, as benchmarks want.
+
+A signature that turns out wrong at launch costs one compile in this process, never a wrong
+result: Numba dispatches on the real argument types.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+
+from ir.config import CONFIG
+from ir.stats import STATS
+from .compiler import Kernel, cache_dir
+
+_POOL: ProcessPoolExecutor | None = None
+_POOL_SIZE = 0
+
+
+def workers() -> int:
+    """Compile workers: TRACER_COMPILE_WORKERS, else the cpu count (at most 8)."""
+    if CONFIG.compile_workers >= 0:
+        return CONFIG.compile_workers
+    return min(os.cpu_count() or 1, 8)
+
+
+def pool() -> ProcessPoolExecutor:
+    global _POOL, _POOL_SIZE
+    n = max(1, workers())
+    if _POOL is None or _POOL_SIZE != n:
+        if _POOL is not None:
+            _POOL.shutdown(wait=True)
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["cuda_kernels.compile_worker"])
+        _POOL, _POOL_SIZE = ProcessPoolExecutor(max_workers=n, mp_context=ctx), n
+    return _POOL
+
+
+def shutdown() -> None:
+    global _POOL
+    if _POOL is not None:
+        _POOL.shutdown(wait=True)
+        _POOL = None
+
+
+def _submit(k: Kernel, sig: tuple) -> Future:
+    from . import compile_worker
+    path = os.path.join(cache_dir(), "gen", f"{k.module}.py")
+    return pool().submit(compile_worker.compile_one, path, k.module, k.name, sig)
+
+
+def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
+    """Make (kernel, argument types) pairs ready before the program runs; see the module doc."""
+    missing: list[tuple[Kernel, tuple]] = []
+    seen = set()
+    for k, sig in wanted:
+        if (k.name, sig) in seen or k.pending is not None or be.has(k, sig):
+            continue
+        seen.add((k.name, sig))
+        t0 = time.perf_counter()
+        if be.load(k, sig):
+            STATS.compile_s += time.perf_counter() - t0
+            STATS.cache_hits_disk += 1
+        else:
+            missing.append((k, sig))
+    if not missing or workers() == 0:
+        return  # compiled in this process at launch
+    tiered = CONFIG.compile_mode == "tiered"
+    if not tiered and (len(missing) < 2 or workers() < 2):
+        return  # one kernel: a worker would only add its start-up
+    t0 = time.perf_counter()
+    futures = [(k, sig, _submit(k, sig)) for k, sig in missing]
+    if CONFIG.debug >= 1:
+        print(f"[tracer] compiling {len(futures)} kernels in {workers()} worker processes"
+              f"{' in the background' if tiered else ''}", file=sys.stderr)
+    if tiered:
+        for k, sig, f in futures:
+            k.pending = (f, sig)
+        return
+    wait([f for _, _, f in futures])
+    for k, sig, f in futures:
+        finish(be, k, sig, f)
+    STATS.compile_s += time.perf_counter() - t0
+
+
+def finish(be, k: Kernel, sig: tuple, f: Future) -> None:
+    """A worker's compile is done: load its result from disk (if that fails, the launch
+    compiles in this process)."""
+    k.pending = None
+    try:
+        f.result()
+    except Exception as e:  # a worker that died or failed: compile here instead
+        if CONFIG.debug >= 1:
+            print(f"[tracer] worker compile of {k.name} failed ({e!r}); compiling here",
+                  file=sys.stderr)
+        return
+    if be.load(k, sig):
+        STATS.kernels_compiled += 1
+
+
+def ready(be, k: Kernel) -> bool:
+    """Whether k may launch now: no background compile, or one that has just finished."""
+    if k.pending is None:
+        return True
+    f, sig = k.pending
+    if not f.done():
+        return False
+    finish(be, k, sig, f)
+    return True
