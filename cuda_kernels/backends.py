@@ -3,6 +3,7 @@ lives in cuda.py. Both see the same fusion bodies."""
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -103,6 +104,19 @@ class HostPool:
         return block.view(dtype).reshape(shape)
 
 
+def _hoist_scalar_params(src: str) -> str:
+    """Read each 0-d param once, before any loop: Numba's parfor lowering passes a 0-d array
+    into a prange body as a scalar, where `p[()]` fails to type."""
+    reads = sorted(set(re.findall(r"\b(p\d+)\[\(\)\]", src)))
+    if not reads:
+        return src
+    head, rest = src.split("\n", 1)
+    hoisted = "".join(f"    {p}_v = {p}[()]\n" for p in reads)
+    for p in reads:
+        rest = rest.replace(f"{p}[()]", f"{p}_v")
+    return head + "\n" + hoisted + rest
+
+
 class CpuBackend:
     name = "cpu"
 
@@ -111,6 +125,7 @@ class CpuBackend:
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         fn_src, em = cpu.generate(body, kind, name, flat)
+        fn_src = _hoist_scalar_params(fn_src)
         if not parallel:
             fn_src = fn_src.replace("prange(", "range(")
         par = "prange(" in fn_src

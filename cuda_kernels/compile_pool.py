@@ -18,6 +18,7 @@ result: Numba dispatches on the real argument types.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -58,10 +59,29 @@ def shutdown() -> None:
         _POOL = None
 
 
+@contextlib.contextmanager
+def _main_hidden():
+    """A worker must not run the user's script again, as a spawned or forkserver child does
+    to rebuild `__main__` (the job it runs lives in compile_worker): the script's path is
+    hidden while workers start."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__.pop(k) for k in ("__file__", "__spec__")
+             if main is not None and k in main.__dict__}
+    if main is not None:
+        main.__spec__ = None
+    try:
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
+
+
 def _submit(k: Kernel, sig: tuple) -> Future:
     from . import compile_worker
     path = os.path.join(cache_dir(), "gen", f"{k.module}.py")
-    return pool().submit(compile_worker.compile_one, path, k.module, k.name, sig)
+    with _main_hidden():
+        return pool().submit(compile_worker.compile_one, path, k.module, k.name, sig)
 
 
 def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:

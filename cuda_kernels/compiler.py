@@ -110,22 +110,28 @@ def _index_path(name: str) -> str:
     return os.path.join(cache_dir(), "gen", "index", name)
 
 
-def _indexed_module(name: str) -> str | None:
-    """The generated module that already holds kernel `name` (written by an earlier batch, in
-    this process or another), or None."""
+def _gen_hash(gen) -> str:
+    return key_hash(gen.header + gen.helpers + gen.kernel)
+
+
+def _indexed_module(name: str, gen) -> str | None:
+    """The generated module that already holds kernel `name` with this very source (written by
+    an earlier batch, in this process or another; a tracer whose code generation changed
+    writes anew), or None."""
     try:
         with open(_index_path(name)) as f:
-            mod = f.read().strip()
-    except OSError:
+            mod, h = f.read().split()
+    except (OSError, ValueError):
         return None
-    return mod if os.path.exists(os.path.join(cache_dir(), "gen", f"{mod}.py")) else None
+    ok = h == _gen_hash(gen) and os.path.exists(os.path.join(cache_dir(), "gen", f"{mod}.py"))
+    return mod if ok else None
 
 
-def _write_index(name: str, module: str) -> None:
+def _write_index(name: str, module: str, gen) -> None:
     os.makedirs(os.path.dirname(_index_path(name)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(_index_path(name)), suffix=".tmp")
     with os.fdopen(fd, "w") as f:
-        f.write(module)
+        f.write(f"{module} {_gen_hash(gen)}")
     os.replace(tmp, _index_path(name))
 
 
@@ -179,7 +185,7 @@ def get_kernels(requests: list[tuple[Node, str, bool, bool]], backend: str) -> l
     fresh, gens = [], {}
     for name, (mk, body, kind, flat, parallel) in new.items():
         gens[name] = be.generate(body, kind, name, flat, parallel)
-        if _indexed_module(name) is None:
+        if _indexed_module(name, gens[name]) is None:
             fresh.append(name)
     header = next(iter(gens.values())).header
     source = batch_source(header, [(n, gens[n].helpers, gens[n].kernel) for n in fresh]) \
@@ -191,10 +197,10 @@ def get_kernels(requests: list[tuple[Node, str, bool, bool]], backend: str) -> l
         batch = f"b_{backend}_{key_hash(source)}"
         write_module(batch, source)
         for name in fresh:
-            _write_index(name, batch)
+            _write_index(name, batch, gens[name])
     made: dict[str, Kernel] = {}
     for name, (mk, body, kind, flat, parallel) in new.items():
-        modname = batch if name in fresh else _indexed_module(name)
+        modname = batch if name in fresh else _indexed_module(name, gens[name])
         mod = import_module(modname, os.path.join(cache_dir(), "gen", f"{modname}.py"), inject)
         gen = gens[name]
         k = Kernel(name, backend, kind, "\n".join([gen.header, gen.helpers, "", gen.kernel]), mk[1], flat,
