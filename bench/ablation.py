@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("TRACER_BACKEND", "cpu")
+os.environ.setdefault("TRACER_COMPILE", "sync")  # timings of compiled kernels, not of the NumPy tier
 
 import numpy  # noqa: E402
 

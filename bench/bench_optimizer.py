@@ -29,6 +29,7 @@ import warnings
 from pathlib import Path
 
 os.environ.setdefault("TRACER_BACKEND", "cpu")
+os.environ.setdefault("TRACER_COMPILE", "sync")  # timings of compiled kernels, not of the NumPy tier
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))

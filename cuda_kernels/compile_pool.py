@@ -4,9 +4,11 @@ A program's kernels are known when it is lowered, and so, nearly always, are the
 they will be launched with (`CpuBackend.signature`). With those in hand:
 - a kernel already on disk is loaded at once, without Numba's per-process re-registration of
   its whole library (`CpuBackend.load`: 3 ms a kernel, against about 250 ms for the first);
-- new kernels compile in a pool of worker processes (`forkserver`: forking a process where
-  OpenMP has run kills the child; the server imports and warms Numba once, and each worker forks
-  from it). Workers write Numba's disk cache, and the parent loads from it. A kernel is compiled
+- new kernels compile in a pool of worker processes (`spawn`: forking a process where OpenMP
+  has run kills the child; starting a spawned worker does not block, where a forkserver's
+  first fork waits for its warm-up). Each worker imports and warms Numba once. Workers write
+  Numba's disk cache, and the parent loads from it. In `sync` mode the parent takes jobs
+  from the back of the queue while the workers start. A kernel is compiled
   from the same source with the same types whichever worker takes it, so the program's results
   do not depend on the number of workers.
 - in `tiered` mode (TRACER_COMPILE, the default) the program does not wait: a kernel still
@@ -41,14 +43,16 @@ def workers() -> int:
 
 
 def pool() -> ProcessPoolExecutor:
+    """The workers; in tiered mode one core fewer, as this process runs the NumPy tier."""
     global _POOL, _POOL_SIZE
-    n = max(1, workers())
+    n = max(1, workers() - (CONFIG.compile_mode == "tiered"))
     if _POOL is None or _POOL_SIZE != n:
         if _POOL is not None:
             _POOL.shutdown(wait=True)
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["cuda_kernels.compile_worker"])
-        _POOL, _POOL_SIZE = ProcessPoolExecutor(max_workers=n, mp_context=ctx), n
+        from . import compile_worker
+        _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=compile_worker.warm)
+        _POOL_SIZE = n
     return _POOL
 
 
@@ -106,15 +110,25 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
     t0 = time.perf_counter()
     futures = [(k, sig, _submit(k, sig)) for k, sig in missing]
     if CONFIG.debug >= 1:
-        print(f"[tracer] compiling {len(futures)} kernels in {workers()} worker processes"
+        print(f"[tracer] compiling {len(futures)} kernels in {_POOL_SIZE} worker processes"
               f"{' in the background' if tiered else ''}", file=sys.stderr)
     if tiered:
         for k, sig, f in futures:
             k.pending = (f, sig)
         return
-    wait([f for _, _, f in futures])
+    for k, sig, f in reversed(futures):  # while workers start, this process takes jobs too
+        if not f.cancel():
+            break
+        t1 = time.perf_counter()
+        k.fn.compile(sig)
+        STATS.kernels_compiled += 1
+        if CONFIG.debug >= 1:
+            print(f"[tracer] compiled {k.name} here in {time.perf_counter() - t1:.2f} s",
+                  file=sys.stderr)
+    wait([f for _, _, f in futures if not f.cancelled()])
     for k, sig, f in futures:
-        finish(be, k, sig, f)
+        if not f.cancelled():
+            finish(be, k, sig, f)
     STATS.compile_s += time.perf_counter() - t0
 
 

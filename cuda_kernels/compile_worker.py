@@ -1,6 +1,5 @@
-"""What a compile worker runs. The forkserver imports this module once, which imports Numba and
-compiles one tiny parallel function (Numba's one-off set-up, about 1 s), so workers forked from
-it start warm. Nothing here runs a parallel kernel: OpenMP must not have started before a fork."""
+"""What a compile worker runs: `warm` once when it starts (Numba's one-off set-up, about 1 s,
+done before the first job rather than inside it), then `compile_one` per kernel."""
 from __future__ import annotations
 
 import time
@@ -14,7 +13,9 @@ def _warm(x):
         x[i] = x[i] * 2.0
 
 
-_warm.compile("(float64[::1],)")
+def warm() -> None:
+    from numba import types
+    _warm.compile((types.float64[::1],))
 
 
 def compile_one(path: str, module: str, name: str, sig: tuple) -> float:
