@@ -33,6 +33,7 @@ from .compiler import Kernel, cache_dir
 
 _POOL: ProcessPoolExecutor | None = None
 _POOL_SIZE = 0
+_DEFERRED: list[Kernel] = []  # tiered kernels whose compile starts after the current run
 
 
 def workers() -> int:
@@ -107,15 +108,16 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
     tiered = CONFIG.compile_mode == "tiered"
     if not tiered and (len(missing) < 2 or workers() < 2):
         return  # one kernel: a worker would only add its start-up
+    if tiered:  # workers start once this run is over: starting them slows its NumPy tier 4x
+        for k, sig in missing:
+            k.pending = (None, sig)
+            _DEFERRED.append(k)
+        return
     t0 = time.perf_counter()
     futures = [(k, sig, _submit(k, sig)) for k, sig in missing]
     if CONFIG.debug >= 1:
-        print(f"[tracer] compiling {len(futures)} kernels in {_POOL_SIZE} worker processes"
-              f"{' in the background' if tiered else ''}", file=sys.stderr)
-    if tiered:
-        for k, sig, f in futures:
-            k.pending = (f, sig)
-        return
+        print(f"[tracer] compiling {len(futures)} kernels in {_POOL_SIZE} worker processes",
+              file=sys.stderr)
     for k, sig, f in reversed(futures):  # while workers start, this process takes jobs too
         if not f.cancel():
             break
@@ -130,6 +132,19 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
         if not f.cancelled():
             finish(be, k, sig, f)
     STATS.compile_s += time.perf_counter() - t0
+
+
+def start_deferred() -> None:
+    """Hand the kernels the last run deferred to the workers, in the background."""
+    if not _DEFERRED:
+        return
+    if CONFIG.debug >= 1:
+        print(f"[tracer] compiling {len(_DEFERRED)} kernels in the background",
+              file=sys.stderr)
+    for k in _DEFERRED:
+        if k.pending is not None and k.pending[0] is None:
+            k.pending = (_submit(k, k.pending[1]), k.pending[1])
+    _DEFERRED.clear()
 
 
 def finish(be, k: Kernel, sig: tuple, f: Future) -> None:
@@ -152,7 +167,7 @@ def ready(be, k: Kernel) -> bool:
     if k.pending is None:
         return True
     f, sig = k.pending
-    if not f.done():
+    if f is None or not f.done():
         return False
     finish(be, k, sig, f)
     return True

@@ -13,7 +13,7 @@ from ir.registry import OPS, fusion_outputs
 from ir.stats import STATS
 from . import backends
 from .backends import const_value, fill
-from .compile_pool import prepare, ready
+from .compile_pool import prepare, ready, start_deferred
 from .compiler import Kernel, get_kernels
 from .cpu import is_flat
 from .emit import Emitter
@@ -185,6 +185,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
                 release(stores.pop(s, None))
         for d in program.dead_after[pos]:
             vals.pop(d, None)
+    start_deferred()
     out = []
     for r in program.roots:
         v = vals[id(r)]
