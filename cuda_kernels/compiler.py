@@ -168,53 +168,51 @@ def get_kernels(requests: list[tuple[Node, str, bool, bool]], backend: str) -> l
     module (batched compilation), imported once."""
     from . import backends
     be = backends.get(backend)
-    out: list[Kernel | None] = []
-    new: dict[str, tuple] = {}
+    keys: list[tuple] = []
+    new: dict[tuple, tuple] = {}
     for body, kind, flat, parallel in requests:
         mk, name = _request_key(be, body, kind, flat, parallel)
-        k = _MEM.get(mk)
-        if k is not None:
+        keys.append(mk)
+        if mk in _MEM:
             STATS.cache_hits_memory += 1
-        out.append(k)
-        if k is None and name not in new:
-            new[name] = (mk, body, kind, flat, parallel)
-    if not new:
-        return out
-    inject = getattr(be, "module_globals", dict)()
+        elif mk not in new:
+            new[mk] = (name, body, kind, flat, parallel)
+    if new:
+        _load_new(be, new)
+    return [_MEM[mk] for mk in keys]
+
+
+def _load_new(be, new: dict[tuple, tuple]) -> None:
+    """Generate the kernels not in memory; write those no module on disk holds yet into one
+    new module; import their modules and keep the kernels in _MEM."""
     t0 = time.perf_counter()
-    fresh, gens = [], {}
-    for name, (mk, body, kind, flat, parallel) in new.items():
+    gens, where = {}, {}
+    for mk, (name, body, kind, flat, parallel) in new.items():
         gens[name] = be.generate(body, kind, name, flat, parallel)
-        if _indexed_module(name, gens[name]) is None:
-            fresh.append(name)
-    header = next(iter(gens.values())).header
-    source = batch_source(header, [(n, gens[n].helpers, gens[n].kernel) for n in fresh]) \
-        if fresh else ""
+        where[name] = _indexed_module(name, gens[name])
+    fresh = [name for name, mod in where.items() if mod is None]
+    source = batch_source(gens[fresh[0]].header, [(n, gens[n].helpers, gens[n].kernel)
+                                                 for n in fresh]) if fresh else ""
     STATS.codegen_s += time.perf_counter() - t0
     t0 = time.perf_counter()
-    batch = None
     if fresh:
-        batch = f"b_{backend}_{key_hash(source)}"
+        batch = f"b_{be.name}_{key_hash(source)}"
         write_module(batch, source)
         for name in fresh:
             _write_index(name, batch, gens[name])
-    made: dict[str, Kernel] = {}
-    for name, (mk, body, kind, flat, parallel) in new.items():
-        modname = batch if name in fresh else _indexed_module(name, gens[name])
-        mod = import_module(modname, os.path.join(cache_dir(), "gen", f"{modname}.py"), inject)
+            where[name] = batch
+    inject = getattr(be, "module_globals", dict)()
+    for mk, (name, body, kind, flat, parallel) in new.items():
+        mod = import_module(where[name], os.path.join(cache_dir(), "gen", f"{where[name]}.py"),
+                            inject)
         gen = gens[name]
-        k = Kernel(name, backend, kind, "\n".join([gen.header, gen.helpers, "", gen.kernel]), mk[1], flat,
-                   parallel, fn=getattr(mod, name), n_consts=len(gen.consts), meta=gen.meta,
-                   module=modname)
-        _MEM[mk] = made[name] = k
+        _MEM[mk] = Kernel(name, be.name, kind, "\n".join([gen.header, gen.helpers, "", gen.kernel]),
+                          mk[1], flat, parallel, fn=getattr(mod, name), n_consts=len(gen.consts),
+                          meta=gen.meta, module=where[name])
         if CONFIG.debug >= 1:
-            print(f"[tracer] new kernel {name} ({kind}, {backend}) in module {modname}: a "
+            print(f"[tracer] new kernel {name} ({kind}, {be.name}) in module {where[name]}: a "
                   "structure not seen in this process", file=sys.stderr)
     STATS.load_s += time.perf_counter() - t0
-    for i, (body, kind, flat, parallel) in enumerate(requests):
-        if out[i] is None:
-            out[i] = made[_request_key(be, body, kind, flat, parallel)[1]]
-    return out
 
 
 def get_kernel(body: Node, kind: str, backend: str, flat: bool, parallel: bool = True) -> Kernel:

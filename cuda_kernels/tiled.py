@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Node, toposort
-from ir.interp import eval_node
+from ir.interp import apply_ref, eval_node
 from ir.registry import OPS, fusion_outputs
 from .cpu import is_flat
 
@@ -40,9 +40,7 @@ def run_tiled(n: Node, params: list):
                 elif m.op == "const":
                     vals[id(m)] = m.dtype.type(m.attr("value"))
                 elif m.op != "tuple":
-                    r = np.asarray(OPS[m.op].ref(*[vals[id(i)] for i in m.inputs],
-                                                 **dict(m.attrs)))
-                    vals[id(m)] = r if r.dtype == m.dtype else r.astype(m.dtype)
+                    vals[id(m)] = apply_ref(m, [vals[id(i)] for i in m.inputs])
             for o, f in zip(outs, flat_out):
                 f[tile] = vals[id(o)]
     return results if body.op == "tuple" else results[0]

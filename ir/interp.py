@@ -18,14 +18,16 @@ def eval_node(n: Node, args: list[Any]) -> np.ndarray:
         return tuple(args)
     if n.op == "output":
         return args[0][n.attr("index")]
-    attrs = dict(n.attrs)
     with np.errstate(all="ignore"):
-        out = OPS[n.op].ref(*args, **attrs)
-    out = np.asarray(out)
-    if out.dtype != n.dtype:
-        out = out.astype(n.dtype)
+        out = apply_ref(n, args)
     assert out.shape == n.shape, (n.op, out.shape, n.shape)
     return out
+
+
+def apply_ref(n: Node, args: list[Any]) -> np.ndarray:
+    """NumPy's result of op n on `args`, in n's dtype (any shape: the tiled path feeds tiles)."""
+    out = np.asarray(OPS[n.op].ref(*args, **dict(n.attrs)))
+    return out if out.dtype == n.dtype else out.astype(n.dtype)
 
 
 def run_graph(roots: list[Node], params: list[Any] | None = None,
