@@ -373,6 +373,18 @@ def row_ready(em: Emitter, plan: RowPlan, done: set[int]) -> list[Node]:
     return out
 
 
+def emit_ready(em: Emitter, plan: RowPlan, done: set[int], kept: tuple[str, ...],
+               ind: str) -> list[str]:
+    """Statements computing the row group's values that became ready (row_ready), indented
+    by `ind`; later statements read them by name (em.override)."""
+    lines: list[str] = []
+    for n in row_ready(em, plan, done):
+        stmts: list[str] = []
+        em.override[id(n)] = em.emit(n, row_index(n, kept), stmts, {})
+        lines.extend(ind + st for st in stmts)
+    return lines
+
+
 def row_index(n: Node, kept: tuple[str, ...]) -> tuple[str, ...]:
     """The index of a per-row value: the kept index, with zeros for keepdims axes."""
     return kept + ("0",) * (n.ndim - len(kept))
@@ -392,11 +404,7 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
     done: set[int] = set()
 
     def hoist() -> None:
-        for n in row_ready(em, plan, done):
-            stmts: list[str] = []
-            v = em.emit(n, row_index(n, kept), stmts, {})
-            L.extend(ind + st for st in stmts)
-            em.override[id(n)] = v
+        L.extend(emit_ready(em, plan, done, kept, ind))
 
     def inner_loops() -> str:
         i2 = ind

@@ -10,7 +10,7 @@ import numpy as np
 from ir import Node, toposort
 from ir.config import CONFIG
 from ir.registry import OPS, reduce_identity
-from .cpu import acc_dtype, reduce_layout, row_index, row_plan, row_ready, stores
+from .cpu import acc_dtype, emit_ready, reduce_layout, row_index, row_plan, stores
 from .emit import Emitter, tname
 
 HEADER = """import math
@@ -222,11 +222,7 @@ def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
     done: set[int] = set()
 
     def hoist() -> None:
-        for n in row_ready(em, plan, done):
-            stmts: list[str] = []
-            v = em.emit(n, row_index(n, kept), stmts, {})
-            L.extend(ind + st for st in stmts)
-            em.override[id(n)] = v
+        L.extend(emit_ready(em, plan, done, kept, ind))
 
     def strided() -> str:
         L.append(f"{ind}for r in range(tid, nred, {tpb}):")
