@@ -3,20 +3,25 @@ lives in cuda.py. Both see the same fusion bodies."""
 from __future__ import annotations
 
 import math
+import os
+import pickle
 import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba.core import config as numba_config
 
 from ir import Node
 from ir.registry import fusion_outputs
 from ir.interp import eval_node
 from ir.stats import STATS
 from . import cpu
-from .compiler import purge_disk_cache
+from .compiler import cache_dir, purge_disk_cache
+from .emit import key_hash
 from .scatter_cpu import run_scatter
 
 
@@ -64,6 +69,9 @@ def fill(shape, dtype, value) -> np.ndarray:
         return np.zeros(shape, dtype)
     return np.full(shape, value, dtype)
 
+
+# Rows of per-thread scratch: numba's get_thread_id() is below its pool size.
+_THREADS = numba_config.NUMBA_NUM_THREADS
 
 # References to an unused pool block seen from a loop over the pool: the pool's list, the loop
 # variable and getrefcount's own argument.
@@ -117,6 +125,39 @@ def _hoist_scalar_params(src: str) -> str:
     return head + "\n" + hoisted + rest
 
 
+def init_nrt(ctx) -> None:
+    """Numba's runtime (NRT) for this process, as `rtsys.initialize` sets it up, but with its
+    few functions loaded from object code an earlier process compiled (under TRACER_CACHE_DIR,
+    keyed by the Numba version and the host CPU) where Numba compiles them anew in every
+    process: about 20 ms of a warm start."""
+    from llvmlite import binding as ll
+    from numba import __version__
+    from numba.core import config
+    from numba.core.runtime import _nrt_python, nrtdynmod, rtsys
+    if rtsys._init:
+        return
+    if config.NRT_STATS:
+        _nrt_python.memsys_enable_stats()
+    for py_name, address in _nrt_python.c_helpers.items():
+        ll.add_symbol(py_name if py_name.startswith("_") else "NRT_" + py_name, address)
+    tag = key_hash(f"{__version__} {ll.get_host_cpu_name()} {ll.get_host_cpu_features().flatten()}")
+    path = os.path.join(cache_dir(), f"nrt-{tag}.pkl")
+    try:
+        with open(path, "rb") as f:
+            library = ctx.codegen().unserialize_library(pickle.load(f))
+    except Exception:  # no entry yet, or an unreadable one: compile it and write it
+        ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+        library.enable_object_caching()
+        library.add_ir_module(ir_mod)
+        library.finalize()
+        fd, tmp = tempfile.mkstemp(dir=cache_dir(), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(library.serialize_using_object_code(), f)
+        os.replace(tmp, path)
+    rtsys._library = library
+    rtsys._init = True
+
+
 class CpuBackend:
     name = "cpu"
 
@@ -126,8 +167,8 @@ class CpuBackend:
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         fn_src, em = cpu.generate(body, kind, name, flat)
         fn_src = _hoist_scalar_params(fn_src)
-        if not parallel:
-            fn_src = fn_src.replace("prange(", "range(")
+        if not parallel:  # serial: no threading layer, whose symbols get_thread_id needs
+            fn_src = fn_src.replace("prange(", "range(").replace("get_thread_id()", "0")
         par = "prange(" in fn_src
         deco = f"@njit(parallel={par}, error_model='numpy', cache=True)"
         helpers = em.helper_source("@njit(inline='always', error_model='numpy', cache=True)")
@@ -179,7 +220,9 @@ class CpuBackend:
         if kernel.kind == "row":
             sig += [types.int64] * len(cpu.row_plan(body).shape)
         elif kernel.kind == "reduce":
-            sig += [types.int64] * (len(reduce_launch_sizes(body)[0]) + 1)
+            m, ch = reduce_launch_sizes(body)
+            sig += [types.int64] * (len(m) + 1)
+            sig += [typeof(s) for s in cpu.reduce_scratch(body, m, ch, 1)]
         return tuple(sig)
 
     def has(self, kernel, sig: tuple) -> bool:
@@ -192,13 +235,12 @@ class CpuBackend:
         cached kernel does not need. (It uses Numba internals; any surprise falls back to the
         dispatcher, which loads or compiles as usual.)"""
         from numba.core.compiler_lock import global_compiler_lock
-        from numba.core.runtime import rtsys
         disp = kernel.fn
         try:
             with global_compiler_lock:
                 if sig in disp.overloads:
                     return True
-                rtsys.initialize(disp.targetctx)
+                init_nrt(disp.targetctx)
                 cres = disp._cache._load_overload(sig, disp.targetctx)
                 if cres is None:
                     return False
@@ -220,7 +262,7 @@ class CpuBackend:
             args = (*outs, *params, *consts, *cpu.row_plan(body).shape)
         else:
             m, ch = reduce_launch_sizes(body)
-            args = (*outs, *params, *consts, *m, ch)
+            args = (*outs, *params, *consts, *m, ch, *cpu.reduce_scratch(body, m, ch, _THREADS))
         try:
             fn(*args)
         except Exception:

@@ -7,6 +7,7 @@ results are combined in order, so results do not depend on the thread count.
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -20,7 +21,7 @@ FULL_CHUNK = 4096
 
 HEADER = """import math
 import numpy as np
-from numba import njit, prange
+from numba import get_thread_id, njit, prange
 """
 
 
@@ -121,6 +122,38 @@ def reduce_layout(body: Node) -> ReduceLayout:
                         red.op in ("argmax", "argmin"))
 
 
+def reduce_form(body: Node) -> str:
+    """How gen_reduce loops: `columns` (the innermost axis kept), `rows` (other kept axes) or
+    `full` (nothing kept: chunk partials combined in order)."""
+    lay = reduce_layout(body)
+    if lay.kept and lay.kept[-1] == lay.src.ndim - 1 and not lay.is_arg:
+        return "columns"
+    return "rows" if lay.kept else "full"
+
+
+@functools.lru_cache(maxsize=4096)
+def _scratch_spec(body: Node) -> tuple[str, int, tuple[np.dtype, ...]]:
+    """(form, the chunked axis of a full reduction, the scratch dtypes), once per body."""
+    lay = reduce_layout(body)
+    form = reduce_form(body)
+    if form == "full":
+        dts = (lay.src.dtype, np.dtype(np.intp)) if lay.is_arg else (acc_dtype(lay.red),)
+        return form, lay.redax[0], dts
+    return form, -1, (acc_dtype(lay.red),) if form == "columns" else ()
+
+
+def reduce_scratch(body: Node, m: tuple[int, ...], ch: int, threads: int) -> list[np.ndarray]:
+    """The scratch arrays a reduce kernel is launched with (its last arguments): kernels
+    allocate nothing, so loading one from the disk cache needs none of Numba's array
+    library (about 25 ms of imports in a fresh process). `full`: a partial per chunk (and its
+    index for arg-reductions); `columns`: a per-thread accumulator and block row."""
+    form, a0, dts = _scratch_spec(body)
+    if form == "columns":
+        return [np.empty((threads, 2, BLOCK), dts[0])]
+    nch = max((m[a0] + ch - 1) // ch, 1) if form == "full" else 0
+    return [np.empty(nch, dt) for dt in dts]
+
+
 def gen_reduce(em: Emitter, body: Node, name: str) -> str:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
@@ -129,7 +162,9 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
     if combine:
         em._need(combine)
     blocked = red.op == "reduce_sum" and src.dtype.kind == "f" and not is_arg
-    args = signature_args(em) + [f"m{k}" for k in range(p)] + ["ch"]
+    form = reduce_form(body)
+    scratch = {"columns": ["sc"], "rows": [], "full": ["part", "pidx"] if is_arg else ["part"]}
+    args = signature_args(em) + [f"m{k}" for k in range(p)] + ["ch"] + scratch[form]
     L = [f"def {name}({', '.join(args)}):"]
 
     def red_loops(ind: str, first_range: str | None) -> list[str]:
@@ -179,9 +214,9 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
         rv = "bi" if is_arg else f"{tname(red.dtype)}(acc)"
         return [f"{ind}r = {rv}"] + [ind + s for s in stmts] + [f"{ind}out[{target}] = {res}"]
 
-    if kept and kept[-1] == p - 1 and not is_arg:
+    if form == "columns":
         return "\n".join(L + _columns(em, body, red, src, j, kept, redax, acc_t, combine, blocked))
-    if kept:
+    if form == "rows":
         ind = "    "
         for n_, k in enumerate(kept):
             L.append(f"{ind}for {j[k]} in {'prange' if n_ == 0 else 'range'}(m{k}):")
@@ -196,9 +231,6 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
     # full reduction: chunks of the first axis in parallel, partials combined in order
     a0 = redax[0]
     L.append(f"    nch = (m{a0} + ch - 1) // ch")
-    L.append(f"    part = np.empty(max(nch, 1), {tname(src.dtype) if is_arg else acc_t})")
-    if is_arg:
-        L.append("    pidx = np.zeros(max(nch, 1), np.intp)")
     L.append("    for c in prange(nch):")
     if is_arg:
         L += init("        ", {a0: "c * ch"})
@@ -234,6 +266,8 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     stmts: list[str] = []
     v = em.emit(src, tuple(j), stmts, {})
     ident = _ident_literal(red)
+    # the column accumulators and block sums: this thread's rows of the scratch argument
+    acc, blk = f"sc[tid, 0, {jl} - lo]", f"sc[tid, 1, {jl} - lo]"
     # parallel over (first kept axis) x (column blocks): a few columns still spread
     L = [f"    nb = (m{last} + {BLOCK} - 1) // {BLOCK}"]
     if len(kept) > 1:
@@ -242,19 +276,17 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     else:
         L.append("    for b in prange(nb):")
     L += [f"        lo = b * {BLOCK}", f"        hi = min(lo + {BLOCK}, m{last})",
-          f"        acc = np.empty({BLOCK}, {acc_t})"]
-    if blocked:
-        L.append(f"        blk = np.empty({BLOCK}, {acc_t})")
+          "        tid = get_thread_id()"]
     ind = "        "
     for k in kept[1:-1]:
         L.append(f"{ind}for {j[k]} in range(m{k}):")
         ind += "    "
-    L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    acc[{jl} - lo] = {acc_t}({ident})"]
+    L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    {acc} = {acc_t}({ident})"]
     body_ind = ind
     first = redax[0]
     if blocked:
         L.append(f"{ind}for {j[first]}b in range(0, m{first}, {BLOCK}):")
-        L += [f"{ind}    for {jl} in range(lo, hi):", f"{ind}        blk[{jl} - lo] = 0.0"]
+        L += [f"{ind}    for {jl} in range(lo, hi):", f"{ind}        {blk} = 0.0"]
         L.append(f"{ind}    for {j[first]} in range({j[first]}b, min({j[first]}b + {BLOCK}, "
                  f"m{first})):")
         body_ind = ind + "        "
@@ -266,17 +298,17 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
         body_ind += "    "
     L.append(f"{body_ind}for {jl} in range(lo, hi):")
     L += [body_ind + "    " + st for st in stmts]
-    target = "blk" if blocked else "acc"
-    L.append(f"{body_ind}    {target}[{jl} - lo] = {acc_t}("
-             f"{_combine(combine.replace('acc', 'ACC'), v).replace('ACC', f'{target}[{jl} - lo]')})")
+    target = blk if blocked else acc
+    L.append(f"{body_ind}    {target} = {acc_t}("
+             f"{_combine(combine.replace('acc', 'ACC'), v).replace('ACC', target)})")
     if blocked:
         L += [f"{ind}    for {jl} in range(lo, hi):",
-              f"{ind}        acc[{jl} - lo] = {acc_t}(acc[{jl} - lo] + blk[{jl} - lo])"]
+              f"{ind}        {acc} = {acc_t}({acc} + {blk})"]
     est: list[str] = []
     em.override[id(red)] = "r"
     res = em.emit(body, tuple(j[k] for k in kept), est, {})
     em.override.clear()
-    L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    r = {tname(red.dtype)}(acc[{jl} - lo])"]
+    L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    r = {tname(red.dtype)}({acc})"]
     L += [ind + "    " + st for st in est]
     L.append(f"{ind}    out[{', '.join(j[k] for k in kept)}] = {res}")
     return L

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,3 +54,40 @@ def test_two_processes_fill_one_cache_at_once(tmp_path):
     procs = [_run(tmp_path), _run(tmp_path)]
     for p in procs:
         assert _out(p)[0] == WANT
+
+
+WARM = """
+import sys, numpy, tracer, tracer.numpy as np
+from numba.core.runtime import rtsys
+a = np.asarray(numpy.arange(5000.0).reshape(100, 50))
+outs = tracer.evaluate(a.sum(), a.sum(axis=0), a.argmax(), (a * 2).max(axis=1))
+print(repr([numpy.asarray(o).tolist() for o in outs]))
+print("arrayobj", "numba.np.arrayobj" in sys.modules, "nrt_loaded",
+      rtsys.library._shared_module is not None, "disk", tracer.stats().cache_hits_disk)
+"""
+
+
+def _warm(cache: Path) -> list[str]:
+    env = dict(os.environ, TRACER_CACHE_DIR=str(cache), TRACER_BACKEND="cpu",
+               TRACER_COMPILE="sync", TRACER_COMPILE_WORKERS="0")
+    env.pop("NUMBA_CACHE_DIR", None)
+    p = subprocess.run([sys.executable, "-c", WARM], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.splitlines()
+
+
+def test_warm_start_loads_without_array_library_or_nrt_compile(tmp_path):
+    """Reduce kernels take their scratch as arguments, so a process that only loads them from
+    disk imports none of Numba's array library; Numba's runtime comes from cached object code,
+    and a corrupt runtime entry is compiled and written again."""
+    a = numpy.arange(5000.0).reshape(100, 50)
+    want = repr([float(a.sum()), a.sum(axis=0).tolist(), int(a.argmax()), (a * 2).max(axis=1).tolist()])
+    first = _warm(tmp_path)
+    assert first[0] == want
+    second = _warm(tmp_path)
+    assert second == [want, "arrayobj False nrt_loaded True disk 4"]
+    for f in tmp_path.glob("nrt-*.pkl"):
+        f.write_bytes(b"garbage")
+    assert _warm(tmp_path)[0] == want
+    assert _warm(tmp_path)[1] == "arrayobj False nrt_loaded True disk 4"
