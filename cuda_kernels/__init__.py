@@ -6,6 +6,7 @@ import functools
 from ir import Buffer
 from .executor import Program, lower, run
 from .compiler import Kernel
+from .threads import snapshot
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,4 +34,4 @@ def to_host(buf: Buffer):
     return buf.host
 
 
-__all__ = ["Program", "lower", "run", "Kernel", "default_backend", "to_host"]
+__all__ = ["Program", "lower", "run", "Kernel", "default_backend", "to_host", "snapshot"]

@@ -240,6 +240,8 @@ class CpuBackend:
             with global_compiler_lock:
                 if sig in disp.overloads:
                     return True
+                if not os.path.exists(disp._cache._cache_file._index_path):
+                    return False  # never compiled: not worth setting up the runtime for
                 init_nrt(disp.targetctx)
                 cres = disp._cache._load_overload(sig, disp.targetctx)
                 if cres is None:

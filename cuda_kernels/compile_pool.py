@@ -6,9 +6,9 @@ they will be launched with (`CpuBackend.signature`). With those in hand:
   its whole library (`CpuBackend.load`: 3 ms a kernel, against about 250 ms for the first);
 - new kernels compile in a pool of worker processes (`spawn`: forking a process where OpenMP
   has run kills the child; starting a spawned worker does not block, where a forkserver's
-  first fork waits for its warm-up). Each worker imports and warms Numba once. Workers write
-  Numba's disk cache, and the parent loads from it. In `sync` mode the parent takes jobs
-  from the back of the queue while the workers start. A kernel is compiled
+  first fork waits for its warm-up). Workers write Numba's disk cache, and the parent loads
+  from it. In `sync` mode the parent compiles too, from the back of the queue, and takes a
+  job still in flight rather than wait for it at the end. A kernel is compiled
   from the same source with the same types whichever worker takes it, so the program's results
   do not depend on the number of workers.
 - in `tiered` mode (TRACER_COMPILE, the default) the program does not wait: a kernel still
@@ -25,7 +25,8 @@ import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import Future, ProcessPoolExecutor, wait
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from ir.config import CONFIG
 from ir.stats import STATS
@@ -37,22 +38,23 @@ _DEFERRED: list[Kernel] = []  # tiered kernels whose compile starts after the cu
 
 
 def workers() -> int:
-    """Compile workers: TRACER_COMPILE_WORKERS, else the cpu count (at most 8)."""
+    """Compile worker processes: TRACER_COMPILE_WORKERS, else one fewer than the cpu count (at
+    most 7), at least one. This process keeps a core: it compiles too in sync mode, and runs the
+    NumPy tier in tiered mode. (Each worker first spends about a second importing and setting
+    up Numba, so on 2 cores a second worker costs more than it compiles: 8 kernels took
+    4.56 s with two workers, against 5.66 s all in this process.)"""
     if CONFIG.compile_workers >= 0:
         return CONFIG.compile_workers
-    return min(os.cpu_count() or 1, 8)
+    return max(1, min(os.cpu_count() or 1, 8) - 1)
 
 
 def pool() -> ProcessPoolExecutor:
-    """The workers; in tiered mode one core fewer, as this process runs the NumPy tier."""
     global _POOL, _POOL_SIZE
-    n = max(1, workers() - (CONFIG.compile_mode == "tiered"))
+    n = workers()
     if _POOL is None or _POOL_SIZE != n:
         if _POOL is not None:
             _POOL.shutdown(wait=True)
-        from . import compile_worker
-        _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=compile_worker.warm)
+        _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
         _POOL_SIZE = n
     return _POOL
 
@@ -106,7 +108,7 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
     if not missing or workers() == 0:
         return  # compiled in this process at launch
     tiered = CONFIG.compile_mode == "tiered"
-    if not tiered and (len(missing) < 2 or workers() < 2):
+    if not tiered and len(missing) < 2:
         return  # one kernel: a worker would only add its start-up
     if tiered:  # workers start once this run is over: starting them slows its NumPy tier 4x
         for k, sig in missing:
@@ -114,23 +116,33 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
             _DEFERRED.append(k)
         return
     t0 = time.perf_counter()
-    futures = [(k, sig, _submit(k, sig)) for k, sig in missing]
     if CONFIG.debug >= 1:
-        print(f"[tracer] compiling {len(futures)} kernels in {_POOL_SIZE} worker processes",
-              file=sys.stderr)
-    for k, sig, f in reversed(futures):  # while workers start, this process takes jobs too
-        if not f.cancel():
+        print(f"[tracer] compiling {len(missing)} kernels here and in {workers()} worker "
+              "processes", file=sys.stderr)
+    # Workers take jobs from the front, this process from the back. Each worker has one job
+    # running and one queued; once nothing is left to hand out, this process takes the
+    # newest job still in flight rather than wait for it (a worker may still be starting).
+    todo = deque(missing)
+    inflight: dict[Future, tuple[Kernel, tuple]] = {}
+    while todo or inflight:
+        while todo and len(inflight) < 2 * workers():
+            k, sig = todo.popleft()
+            inflight[_submit(k, sig)] = (k, sig)
+        for f in [f for f in inflight if f.done()]:
+            finish(be, *inflight.pop(f), f)
+        if todo:
+            k, sig = todo.pop()
+        elif inflight:
+            k, sig = inflight.pop(next(reversed(inflight)))
+        else:
             break
         t1 = time.perf_counter()
         k.fn.compile(sig)
+        k.pending = None
         STATS.kernels_compiled += 1
         if CONFIG.debug >= 1:
             print(f"[tracer] compiled {k.name} here in {time.perf_counter() - t1:.2f} s",
                   file=sys.stderr)
-    wait([f for _, _, f in futures if not f.cancelled()])
-    for k, sig, f in futures:
-        if not f.cancelled():
-            finish(be, k, sig, f)
     STATS.compile_s += time.perf_counter() - t0
 
 

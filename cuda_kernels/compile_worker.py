@@ -1,21 +1,9 @@
-"""What a compile worker runs: `warm` once when it starts (Numba's one-off set-up, about 1 s,
-done before the first job rather than inside it), then `compile_one` per kernel."""
+"""What a compile worker runs: `compile_one` per kernel. A worker's first job also pays
+Numba's one-off set-up in that process (about a second); no warm-up job runs before it, as
+one would only add its own compile to that."""
 from __future__ import annotations
 
 import time
-
-from numba import njit, prange
-
-
-@njit(parallel=True, cache=False)
-def _warm(x):
-    for i in prange(x.shape[0]):
-        x[i] = x[i] * 2.0
-
-
-def warm() -> None:
-    from numba import types
-    _warm.compile((types.float64[::1],))
 
 
 def compile_one(path: str, module: str, name: str, sig: tuple) -> float:
@@ -26,4 +14,3 @@ def compile_one(path: str, module: str, name: str, sig: tuple) -> float:
     fn = getattr(import_module(module, path), name)
     fn.compile(sig)
     return time.perf_counter() - t0
-

@@ -121,6 +121,24 @@ def test_tiered_path_matches_the_kernels(monkeypatch):
         numpy.testing.assert_allclose(t, c, rtol=2e-6, atol=1e-6)
 
 
+def test_tiered_path_keeps_mixed_dtypes_and_wraparound(monkeypatch):
+    """Tiles written straight into buffers (ufuncs whose own result type is the node's) and
+    tiles computed then cast (the rest) give NumPy's values: int8 wraps, int32 with float64
+    promotes, a bool mask selects."""
+    rng = numpy.random.default_rng(2)
+    i8 = rng.integers(-100, 100, 2 * TILE + 3).astype(numpy.int8)
+    i32 = rng.integers(-1000, 1000, 2 * TILE + 3).astype(numpy.int32)
+    f64 = rng.standard_normal(2 * TILE + 3)
+    prog = lambda m, a, b, c: (a * 100 + 7, b * c - 2, m.where(b > 0, c, b // 3))  # noqa: E731
+    monkeypatch.setattr(executor, "ready", lambda be, k: False)
+    runs = tracer.stats().tiered_runs
+    got = [numpy.asarray(v) for v in prog(np, *map(np.asarray, (i8, i32, f64)))]
+    assert tracer.stats().tiered_runs > runs
+    for g, w in zip(got, prog(numpy, i8, i32, f64)):
+        assert g.dtype == w.dtype
+        numpy.testing.assert_array_equal(g, w)
+
+
 WORKER_PROGRAM = """
 import json, numpy, tracer, tracer.numpy as np
 from cuda_kernels import compile_pool

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from cuda_kernels import snapshot
 from ir import Node
 from ir.config import CONFIG
 from . import graph as G
@@ -456,7 +457,7 @@ def asarray_node(x: Any) -> Node:
     """The node for an operand: lazy arrays give theirs, anything else becomes a leaf."""
     if isinstance(x, ndarray):
         return x._node
-    a = np.array(x)
+    a = snapshot(x)
     if a.dtype.kind in "OUSV":
         raise TypeError(f"tracer: unsupported operand of dtype {a.dtype}")
     if a.ndim == 0:

@@ -6,6 +6,8 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from cuda_kernels import snapshot
+
 from . import graph as G
 from .array import Var, ndarray, asarray_node, proxy, shape_str, traced
 from .indexing import basic_view
@@ -33,8 +35,7 @@ def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=N
     if isinstance(obj, ndarray):
         out = obj.astype(dtype) if dtype is not None else obj.copy()
     else:
-        a = np.array(_host(obj), dtype=dtype, copy=True)
-        out = ndarray(Var(G.leaf(a)))
+        out = ndarray(Var(G.leaf(snapshot(_host(obj), dtype))))
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
     return out
@@ -45,7 +46,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         if dtype is None or np.dtype(dtype) == a.dtype:
             return a
         return a.astype(dtype)
-    return ndarray(Var(G.leaf(np.array(_host(a), dtype=dtype, copy=True))))
+    return ndarray(Var(G.leaf(snapshot(_host(a), dtype))))
 
 
 def _host(obj):
