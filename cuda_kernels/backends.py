@@ -7,7 +7,6 @@ import os
 import pickle
 import re
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from ir.registry import fusion_outputs
 from ir.interp import eval_node
 from ir.stats import STATS
 from . import cpu
-from .compiler import cache_dir, purge_disk_cache
+from .compiler import cache_dir, purge_disk_cache, write_atomic
 from .emit import key_hash
 from .scatter_cpu import run_scatter
 
@@ -150,10 +149,7 @@ def init_nrt(ctx) -> None:
         library.enable_object_caching()
         library.add_ir_module(ir_mod)
         library.finalize()
-        fd, tmp = tempfile.mkstemp(dir=cache_dir(), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(library.serialize_using_object_code(), f)
-        os.replace(tmp, path)
+        write_atomic(path, pickle.dumps(library.serialize_using_object_code()))
     rtsys._library = library
     rtsys._init = True
 

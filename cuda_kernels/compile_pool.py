@@ -39,10 +39,8 @@ _DEFERRED: list[Kernel] = []  # tiered kernels whose compile starts after the cu
 
 def workers() -> int:
     """Compile worker processes: TRACER_COMPILE_WORKERS, else one fewer than the cpu count (at
-    most 7), at least one. This process keeps a core: it compiles too in sync mode, and runs the
-    NumPy tier in tiered mode. (Each worker first spends about a second importing and setting
-    up Numba, so on 2 cores a second worker costs more than it compiles: 8 kernels took
-    4.56 s with two workers, against 5.66 s all in this process.)"""
+    most 7), at least one: this process keeps a core, as it compiles too in sync mode and runs
+    the NumPy tier in tiered mode."""
     if CONFIG.compile_workers >= 0:
         return CONFIG.compile_workers
     return max(1, min(os.cpu_count() or 1, 8) - 1)
@@ -138,7 +136,6 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
             break
         t1 = time.perf_counter()
         k.fn.compile(sig)
-        k.pending = None
         STATS.kernels_compiled += 1
         if CONFIG.debug >= 1:
             print(f"[tracer] compiled {k.name} here in {time.perf_counter() - t1:.2f} s",

@@ -52,6 +52,19 @@ class Kernel:
 _MEM: dict[tuple[str, str, bool, bool], Kernel] = {}
 
 
+def write_atomic(path: str, data: str | bytes) -> None:
+    """Write a file whole or not at all (a temporary file renamed over it), so a process
+    reading it at the same time sees the old or the new contents, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def write_module(name: str, source: str) -> str:
     """Write the module once (atomic rename), so its mtime, and Numba's cache, stay valid."""
     path = os.path.join(cache_dir(), "gen", f"{name}.py")
@@ -59,10 +72,7 @@ def write_module(name: str, source: str) -> str:
         with open(path) as f:
             if f.read() == source:
                 return path
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(source)
-    os.replace(tmp, path)
+    write_atomic(path, source)
     return path
 
 
@@ -129,10 +139,7 @@ def _indexed_module(name: str, gen) -> str | None:
 
 def _write_index(name: str, module: str, gen) -> None:
     os.makedirs(os.path.dirname(_index_path(name)), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(_index_path(name)), suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(f"{module} {_gen_hash(gen)}")
-    os.replace(tmp, _index_path(name))
+    write_atomic(_index_path(name), f"{module} {_gen_hash(gen)}")
 
 
 _DEF = re.compile(r"^def (\w+)\(", re.M)
