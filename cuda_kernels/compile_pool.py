@@ -7,8 +7,8 @@ they will be launched with (`CpuBackend.signature`). With those in hand:
 - new kernels compile in a pool of worker processes (`spawn`: forking a process where OpenMP
   has run kills the child; starting a spawned worker does not block, where a forkserver's
   first fork waits for its warm-up). Workers write Numba's disk cache, and the parent loads
-  from it. In `sync` mode the parent compiles too, from the back of the queue, and takes a
-  job still in flight rather than wait for it at the end. A kernel is compiled
+  from it. In `sync` mode the parent compiles too, from the back of the queue, and where it
+  meets the workers compiles a job one of them holds rather than wait for it. A kernel is compiled
   from the same source with the same types whichever worker takes it, so the program's results
   do not depend on the number of workers.
 - in `tiered` mode (TRACER_COMPILE, the default) the program does not wait: a kernel still
@@ -25,7 +25,6 @@ import multiprocessing
 import os
 import sys
 import time
-from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from ir.config import CONFIG
@@ -117,23 +116,15 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
     if CONFIG.debug >= 1:
         print(f"[tracer] compiling {len(missing)} kernels here and in {workers()} worker "
               "processes", file=sys.stderr)
-    # Workers take jobs from the front, this process from the back. Each worker has one job
-    # running and one queued; once nothing is left to hand out, this process takes the
-    # newest job still in flight rather than wait for it (a worker may still be starting).
-    todo = deque(missing)
-    inflight: dict[Future, tuple[Kernel, tuple]] = {}
-    while todo or inflight:
-        while todo and len(inflight) < 2 * workers():
-            k, sig = todo.popleft()
-            inflight[_submit(k, sig)] = (k, sig)
-        for f in [f for f in inflight if f.done()]:
-            finish(be, *inflight.pop(f), f)
-        if todo:
-            k, sig = todo.pop()
-        elif inflight:
-            k, sig = inflight.pop(next(reversed(inflight)))
-        else:
-            break
+    # Workers take jobs from the front of the pool's queue, this process from the back. Where
+    # the two meet, this process compiles a job already handed to a worker rather than wait
+    # for it (that worker may still be starting); a job a worker finished is loaded.
+    futures = [(k, sig, _submit(k, sig)) for k, sig in missing]
+    for k, sig, f in reversed(futures):
+        if f.done():
+            finish(be, k, sig, f)
+            continue
+        f.cancel()  # dropped from the queue if no worker has it yet
         t1 = time.perf_counter()
         k.fn.compile(sig)
         STATS.kernels_compiled += 1
