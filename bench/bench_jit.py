@@ -3,9 +3,8 @@
     python bench/bench_jit.py [--ops 1000] [--repeat 50]
 
 Reports microseconds per op for tracer.jit's replay (after the first, tracing call), for the
-same code evaluated without jit (tracing, plan cache lookup, run), and for NumPy eager. The
-optimizer issue quotes jax.jit's cached call at 0.31 us per op on these machines
-(../shared/PEER_BASELINES.md); JAX is not installed here, so it is not run side by side.
+same code evaluated without jit (tracing, plan cache lookup, run), for NumPy eager, and for
+jax.jit's cached call on the same numpy arrays where jax is installed.
 """
 from __future__ import annotations
 
@@ -55,6 +54,15 @@ def main(argv=None) -> int:
             ("tracer, no jit", median_us(lambda: tracer.evaluate(
                 chain(tnp, tnp.asarray(h), tnp.asarray(g), args.ops)), max(3, args.repeat // 10))),
             ("numpy eager", median_us(lambda: chain(numpy, h, g, args.ops), args.repeat))]
+    try:  # the peer, where installed
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_platforms", "cpu")
+        jj = jax.jit(lambda x, y: chain(jnp, x, y, args.ops))
+        rows.append(("jax.jit cached call", median_us(
+            lambda: jj(h, g).block_until_ready(), args.repeat)))
+    except ImportError:
+        pass
     ok = numpy.allclose(numpy.asarray(jf(h, g)), chain(numpy, h, g, args.ops), rtol=1e-13)
     print(f"{args.ops}-op chain on 10-element float64 arrays; replay matches numpy: {ok}\n")
     print("| how | us per call | us per op |")

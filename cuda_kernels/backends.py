@@ -251,8 +251,8 @@ class CpuBackend:
 
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         fn = kernel.fn
-        before = len(fn.signatures)
-        hits = sum(fn.stats.cache_hits.values())
+        before = len(fn.overloads)
+        hits = sum(fn._cache_hits.values())
         t0 = time.perf_counter()
         if kernel.kind in ("loop", "horizontal"):
             args = (*outs, *params, *consts)
@@ -266,11 +266,11 @@ class CpuBackend:
         except Exception:
             # a first call loads from Numba's disk cache: a corrupt or truncated entry is
             # dropped and the kernel compiled again (a second failure is a real error)
-            if len(fn.signatures) > before or not purge_disk_cache(kernel.module, kernel.name):
+            if len(fn.overloads) > before or not purge_disk_cache(kernel.module, kernel.name):
                 raise
             fn(*args)
-        new = len(fn.signatures) > before
-        disk = new and sum(fn.stats.cache_hits.values()) > hits
+        new = len(fn.overloads) > before
+        disk = new and sum(fn._cache_hits.values()) > hits
         record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
 
     def run_node(self, n: Node, args: list, inplace: bool = False):
