@@ -142,11 +142,45 @@ def plan_memory(roots: list[Node], order: list[Node]
     return st.peak(), copied, inplace, st.freed_after()
 
 
-def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]:
+def _storages(v) -> list:
+    """The objects that own v's memory (a view's base, a multi-output fusion's parts)."""
+    if isinstance(v, (list, tuple)):
+        return [s for x in v for s in _storages(x)]
+    while getattr(v, "base", None) is not None and not isinstance(v, np.generic):
+        v = v.base
+    return [] if isinstance(v, np.generic) or not hasattr(v, "nbytes") else [v]
+
+
+class PeakMeter:
+    """The most bytes of intermediate storage the executor's values held at once: storage
+    shared by views counts once; inputs and results are the user's and do not count."""
+
+    def __init__(self):
+        self.user: set[int] = set()
+        self.peak = 0
+
+    def exclude(self, v) -> None:
+        self.user.update(id(s) for s in _storages(v))
+
+    def step(self, vals: dict) -> None:
+        live = {id(s): s.nbytes for v in vals.values() for s in _storages(v)
+                if id(s) not in self.user}
+        self.peak = max(self.peak, sum(live.values()))
+
+
+def run(program: Program, bind: dict[int, Buffer] | None = None,
+        meter: PeakMeter | None = None) -> list[Buffer]:
     """Run the program; `bind` maps input nodes (by id) to the buffers to read instead of
-    theirs (a cached plan's slots)."""
+    theirs (a cached plan's slots); `meter` measures what its intermediates held."""
     be = backends.get(program.backend)
     vals: dict[int, object] = {}
+    # the results' storage, as soon as it is made: a multi-output fusion's parts are results
+    # before the `output` nodes that pick them out run
+    results: dict[int, list] = {}
+    for r in program.roots if meter is not None else ():
+        if r.op == "output":
+            results.setdefault(id(r.inputs[0]), []).append(r.attr("index"))
+        results.setdefault(id(r), []).append(None)
     bind = bind or {}
     release = getattr(be, "release", None)  # a backend with an allocator to give memory back
     roots_of_storage = program.storage_roots if release is not None else set()
@@ -178,6 +212,12 @@ def run(program: Program, bind: dict[int, Buffer] | None = None) -> list[Buffer]
             vals[id(n)] = be.run_node(n, args, id(n) in program.inplace)
             del args
             STATS.run_s += time.perf_counter() - t0
+        if meter is not None:
+            if n.op == "input":
+                meter.exclude(vals[id(n)])
+            for k in results.get(id(n), ()):
+                meter.exclude(vals[id(n)] if k is None else vals[id(n)][k])
+            meter.step(vals)
         if release is not None:
             if id(n) in roots_of_storage:
                 stores[id(n)] = vals[id(n)]

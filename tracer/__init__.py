@@ -11,6 +11,8 @@ from .array import ndarray
 from .runtime import (Plan, TracerFallbackWarning, coverage_report, evaluate, explain)
 from . import numpy  # noqa: F401
 from .jit import jit
+from .budget import MemoryBudgetError, memory_budget
 
 __all__ = ["CONFIG", "context", "stats", "reset_stats", "ndarray", "evaluate", "explain", "Plan",
-           "TracerFallbackWarning", "coverage_report", "numpy", "jit"]
+           "TracerFallbackWarning", "coverage_report", "numpy", "jit", "memory_budget",
+           "MemoryBudgetError"]

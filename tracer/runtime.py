@@ -14,7 +14,8 @@ import opt
 from ir import Node, format_graph, make, toposort
 from ir.config import CONFIG
 from ir.stats import STATS
-from . import plans
+from cuda_kernels.executor import PeakMeter
+from . import budget, plans
 from .array import Var, ndarray, pending_vars, apply_step_numpy
 
 
@@ -82,7 +83,15 @@ def execute(roots: list[Node]) -> list:
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
     STATS.plan_cache_hits += res is None
-    bufs = cuda_kernels.run(program, bind)
+    limit = budget.active()
+    if limit is not None and program.peak_bytes > limit.limit:
+        bufs = budget.run_split(roots, program, limit, backend(), execute)
+    elif limit is not None:
+        meter = PeakMeter()
+        bufs = cuda_kernels.run(program, bind, meter)
+        STATS.planned_peak_bytes, STATS.measured_peak_bytes = program.peak_bytes, meter.peak
+    else:
+        bufs = cuda_kernels.run(program, bind)
     if CONFIG.debug >= 1:
         how = "cached plan" if res is None else "new plan"
         spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"

@@ -1,0 +1,236 @@
+"""Tensor splitter: run a program in chunks of the rows of one value, when its plan needs more
+memory than the active budget (eXLA's splitting, seeds/004).
+
+A split is a source value S and one of its axes. Every output must depend on S row by row
+along that axis: each op on the way acts independently along it (elementwise ops, broadcasts,
+transposes, reshapes that keep it, reductions over other axes, the row side of a matmul).
+Then row block [lo, hi) of the outputs needs only row block [lo, hi) of S, and the values the
+program reads besides S in full.
+
+The runtime (tracer/runtime.py) realizes S and the values the chunks read in full (`frontier`)
+first, then for each chunk evaluates `chunk_graph(...)` and copies its results into the
+outputs. The big tensors of the paths (the N x M x D difference, the N x M score matrix) then
+only ever exist one chunk of rows at a time.
+
+S is sought among the graph's leaves and computed values (self-attention: Q, K and V all come
+from X, so X's rows are not independent, but Q's are once K and V are realized); of those that
+cover every output, the one that leaves the fewest bytes to hold whole wins.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ir import Buffer, Node, make, toposort
+from ir.registry import OPS
+
+FAIL = "fail"  # a value that depends on S across rows: no split through it
+MAX_NODES = 400  # graphs past this are not searched (candidates x nodes)
+
+
+@dataclass
+class Split:
+    source: Node            # S
+    axis: int               # the split axis of S
+    root_axes: list         # per root: its axis that follows S's rows, or None (independent)
+    frontier: list          # values the chunks read in full: realized before the chunks
+
+    @property
+    def rows(self) -> int:
+        return self.source.shape[self.axis]
+
+
+def _kind(n: Node) -> str:
+    return OPS[n.op].kind.value if n.op in OPS else ""
+
+
+def _full_slice(n: Node, ax: int) -> bool:
+    start, stop, step = n.attr("slices")[ax]
+    return start == 0 and step == 1 and stop in (-1, n.inputs[0].shape[ax])
+
+
+def _matmul_axes(n: Node) -> tuple[int, int, int, int]:
+    """(M axis of a, K axis of a, K axis of b, N axis of b) as stored (ta/tb swap them)."""
+    a, b = n.inputs
+    m_a, k_a = (a.ndim - 1, a.ndim - 2) if n.attr("ta") else (a.ndim - 2, a.ndim - 1)
+    k_b, n_b = (b.ndim - 1, b.ndim - 2) if n.attr("tb") else (b.ndim - 2, b.ndim - 1)
+    return m_a, k_a, k_b, n_b
+
+
+def _forward(n: Node, ins: list) -> int | str | None:
+    """n's axis that follows S's rows, from its inputs' (None: n does not depend on S)."""
+    if FAIL in ins:
+        return FAIL
+    if all(i is None for i in ins):
+        return None
+    kind = _kind(n)
+    if kind == "elementwise":
+        axes = {i for i in ins if i is not None}
+        return axes.pop() if len(axes) == 1 else FAIL
+    (x,), (k,) = n.inputs[:1], ins[:1]
+    if n.op == "broadcast_to":
+        return k + n.ndim - x.ndim
+    if n.op == "transpose":
+        return n.attr("perm").index(k)
+    if n.op == "reshape":
+        return k if x.shape[:k + 1] == n.shape[:k + 1] else FAIL
+    if n.op == "slice":
+        return k if _full_slice(n, k) else FAIL
+    if kind == "reduce":
+        axes = n.attr("axes")
+        return FAIL if k in axes else [i for i in range(x.ndim) if i not in axes].index(k)
+    if n.op == "matmul":
+        (a, b), (ka, kb) = n.inputs, ins
+        m_a, k_a, k_b, n_b = _matmul_axes(n)
+        r = n.ndim
+        outs = set()
+        for opnd, kk, row, inner, out_ax in ((a, ka, m_a, k_a, r - 2), (b, kb, n_b, k_b, r - 1)):
+            if kk is None:
+                continue
+            if kk == inner:
+                return FAIL
+            outs.add(out_ax if kk == row else r - opnd.ndim + kk)
+        return outs.pop() if len(outs) == 1 else FAIL
+    return FAIL
+
+
+def _trace(roots: list[Node], order: list[Node], source: Node, axis: int) -> dict[int, object]:
+    ax: dict[int, object] = {}
+    for n in order:
+        ax[id(n)] = axis if n is source else _forward(n, [ax[id(i)] for i in n.inputs])
+    return ax
+
+
+def find(roots: list[Node]) -> Split | None:
+    """The (source, axis) every root follows row by row that leaves the least to hold whole
+    (the source, when computed, and the values the chunks read in full); None when there is
+    none."""
+    order = toposort(roots)
+    if len(order) > MAX_NODES:
+        return None
+    root_ids = {id(r) for r in roots}
+    leaves = [n for n in order if n.op == "input" and n.ndim]
+    computed = [n for n in order if n.op not in ("input", "const") and n.ndim and
+                id(n) not in root_ids and _kind(n) != "movement"]
+    best, held = None, 0
+    for source in leaves + computed:
+        for axis in range(source.ndim):
+            if source.shape[axis] < 2:
+                continue
+            ax = _trace(roots, order, source, axis)
+            root_axes = [ax[id(r)] for r in roots]
+            if FAIL in root_axes or all(a is None for a in root_axes):
+                continue
+            frontier = _frontier(order, ax, source)
+            cost = sum(n.nbytes for n in frontier) + (source.nbytes if source.op != "input" else 0)
+            if best is None or cost < held:
+                best, held = Split(source, axis, root_axes, frontier), cost
+    return best
+
+
+def _frontier(order: list[Node], ax: dict[int, object], source: Node) -> list[Node]:
+    """Values independent of S that chunks read whole (a matmul's other operand, a row
+    statistic of another input): realized once before the chunks. Leaves, constants and
+    movements of them stay in the chunk graphs (a broadcast is rebuilt per chunk, never
+    materialized)."""
+    out: dict[int, Node] = {}
+    for n in order:
+        if ax[id(n)] is None or n is source:
+            continue
+        for i in n.inputs:
+            if ax[id(i)] is None:
+                _collect(i, out)
+    return list(out.values())
+
+
+def _collect(n: Node, out: dict[int, Node]) -> None:
+    if n.op in ("input", "const"):
+        return
+    if _kind(n) == "movement":
+        for i in n.inputs:
+            _collect(i, out)
+        return
+    out[id(n)] = n
+
+
+def _leaf(value, n: Node) -> Node:
+    return make("input", (), tuple(value.shape), n.dtype, (("buf", Buffer(value)),))
+
+
+def chunk_graph(roots: list[Node], split: Split, lo: int, hi: int, source_rows,
+                realized: dict[int, Node]) -> list[Node]:
+    """The roots' rows [lo, hi) (along their split axes) as a graph: `source_rows` is the
+    realized rows of S, `realized` maps frontier values to their leaves."""
+    memo: dict[tuple[int, object], Node] = {}
+
+    def go(n: Node, k: int | None) -> Node:
+        key = (id(n), k)
+        if key not in memo:
+            memo[key] = _rebuild(n, k)
+        return memo[key]
+
+    def _rebuild(n: Node, k: int | None) -> Node:
+        if n is split.source and k is not None:
+            return _leaf(source_rows, n)
+        if id(n) in realized:
+            whole = realized[id(n)]
+            if k is None:
+                return whole
+            idx = [slice(None)] * n.ndim
+            idx[k] = slice(lo, hi)
+            return _leaf(whole.attr("buf").value[tuple(idx)], n)
+        if n.op == "input":
+            if k is None:
+                return n
+            idx = [slice(None)] * n.ndim
+            idx[k] = slice(lo, hi)
+            return _leaf(n.attr("buf").value[tuple(idx)], n)
+        if k is None and n.op == "const":
+            return n
+        shape = list(n.shape)
+        if k is not None:
+            shape[k] = hi - lo
+        kind = _kind(n)
+        attrs = dict(n.attrs)
+        if kind == "elementwise":
+            ins = [go(i, k) for i in n.inputs]
+        elif n.op == "broadcast_to":
+            x = n.inputs[0]
+            kin = None if k is None else k - (n.ndim - x.ndim)
+            kin = kin if kin is not None and kin >= 0 and x.shape[kin] != 1 else None
+            ins = [go(x, kin)]
+            attrs["shape"] = tuple(shape)
+        elif n.op == "transpose":
+            ins = [go(n.inputs[0], None if k is None else n.attr("perm")[k])]
+        elif n.op == "reshape":
+            ins = [go(n.inputs[0], k)]
+            attrs["shape"] = tuple(shape)
+        elif n.op == "slice":
+            ins = [go(n.inputs[0], k)]
+        elif kind == "reduce":
+            x = n.inputs[0]
+            kept = [i for i in range(x.ndim) if i not in n.attr("axes")]
+            ins = [go(x, None if k is None else kept[k])]
+        elif n.op == "matmul":
+            ins = _matmul_inputs(n, k, go)
+        else:
+            ins = [go(i, None) for i in n.inputs]
+        return make(n.op, tuple(ins), tuple(shape), n.dtype, tuple(attrs.items()))
+
+    return [go(r, k) for r, k in zip(roots, split.root_axes)]
+
+
+def _matmul_inputs(n: Node, k: int | None, go) -> list[Node]:
+    a, b = n.inputs
+    if k is None:
+        return [go(a, None), go(b, None)]
+    m_a, _, _, n_b = _matmul_axes(n)
+    r = n.ndim
+    if k == r - 2:
+        return [go(a, m_a), go(b, None)]
+    if k == r - 1:
+        return [go(a, None), go(b, n_b)]
+
+    def batch(x: Node) -> int | None:  # the operand's own batch axis, unless broadcast
+        i = k - (r - x.ndim)
+        return i if i >= 0 and x.shape[i] != 1 else None
+    return [go(a, batch(a)), go(b, batch(b))]
