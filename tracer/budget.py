@@ -116,8 +116,7 @@ def fmt_bytes(n: int) -> str:
 def _largest(program, k: int = 3) -> str:
     """The biggest intermediates of a program and the ops that make them."""
     roots = {id(r) for r in program.roots}
-    made = [n for n in program.order if n.op not in ("input", "const", "output") + VIEW_OPS
-            and id(n) not in roots and n.nbytes]
+    made = [n for n in _made(program) if id(n) not in roots and n.nbytes]
     made.sort(key=lambda n: -n.nbytes)
     parts = []
     for n in made[:k]:
@@ -156,14 +155,17 @@ def _rows(value, axis: int, lo: int, hi: int):
     return value[tuple(idx)]
 
 
-def _chunk_need(roots, split, rows: int, src_rows, realized, be) -> tuple[int, int]:
-    """(bytes a chunk of `rows` holds: its planned peak plus its results, its largest
-    intermediate)."""
+def _made(program) -> list:
+    """The values a program allocates (views and leaves hold no memory of their own)."""
+    return [n for n in program.order if n.op not in ("input", "const", "output") + VIEW_OPS]
+
+
+def _chunk_need(roots, split, rows: int, src_rows, realized, be) -> int:
+    """Bytes a chunk of `rows` holds: its planned peak plus its results."""
     from . import plans
     g = splitter.chunk_graph(roots, split, 0, rows, src_rows(0, rows), realized)
     program, _, _ = plans.plan(g, be)
-    biggest = max([n.nbytes for n in program.order if n.op not in ("input", "const")] + [0])
-    return program.peak_bytes + sum(n.nbytes for n in g), biggest
+    return program.peak_bytes + sum(n.nbytes for n in g)
 
 
 def run_split(roots, program, budget: Budget, be: str, execute) -> list:
@@ -189,19 +191,19 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
         src_rows = lambda lo, hi: _rows(stand[id(split.source)].attr("buf").value,  # noqa: E731
                                         split.axis, lo, hi)
     n_rows = split.rows
-    rows = n_rows
-    need, biggest = _chunk_need(deps, split, rows, src_rows, stand, be)
-    for _ in range(40):
-        if held + need <= budget.limit and (biggest <= budget.split_size or rows == 1):
-            break
+    # start from chunks whose biggest value is about split_size (the big values grow with the
+    # rows), then shrink until the chunk's plan fits beside what is held
+    biggest = max([n.nbytes for n in _made(program)] + [1])
+    rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
+    need = _chunk_need(deps, split, rows, src_rows, stand, be)
+    while held + need > budget.limit:
         if rows == 1:
             raise over_budget(program, budget, f"split into single rows along axis "
                               f"{split.axis} of {split.source.dtype}{list(split.source.shape)}"
                               f" it still needs {fmt_bytes(held + need)}", held + need)
         room = max(budget.limit - held, 1)
-        scale = min(room / need, budget.split_size / max(biggest, 1))
-        rows = max(1, min(rows - 1, int(rows * scale * 0.95)))
-        need, biggest = _chunk_need(deps, split, rows, src_rows, stand, be)
+        rows = max(1, min(rows - 1, int(rows * room / need * 0.95)))
+        need = _chunk_need(deps, split, rows, src_rows, stand, be)
     # run: the values read whole first, then the chunks into the outputs
     realized = {}
     if pre:
