@@ -24,6 +24,9 @@ from ir import Buffer, Node, make, toposort
 from ir.registry import OPS
 
 FAIL = "fail"  # a value that depends on S across rows: no split through it
+CUT = "cut"    # a value that depends on S only through reductions over its rows (combined)
+COMBINE = {"reduce_sum": "add", "reduce_prod": "multiply", "reduce_max": "maximum",
+           "reduce_min": "minimum", "reduce_any": "logical_or", "reduce_all": "logical_and"}
 MAX_NODES = 400  # graphs past this are not searched (candidates x nodes)
 
 
@@ -31,8 +34,11 @@ MAX_NODES = 400  # graphs past this are not searched (candidates x nodes)
 class Split:
     source: Node            # S
     axis: int               # the split axis of S
-    root_axes: list         # per root: its axis that follows S's rows, or None (independent)
+    root_axes: list         # per root: its axis that follows S's rows, None (independent of
+                            # S) or CUT (computed from the combined reductions)
     frontier: list          # values the chunks read in full: realized before the chunks
+    cuts: dict              # id -> (reduction over S's rows, its input's row axis): each chunk
+                            # reduces its rows, the partials combine in order (COMBINE)
 
     @property
     def rows(self) -> int:
@@ -57,11 +63,14 @@ def _matmul_axes(n: Node) -> tuple[int, int, int, int]:
 
 
 def _forward(n: Node, ins: list) -> int | str | None:
-    """n's axis that follows S's rows, from its inputs' (None: n does not depend on S)."""
+    """n's axis that follows S's rows, from its inputs' (None: n does not depend on S; CUT: it
+    depends on S only through combined reductions)."""
     if FAIL in ins:
         return FAIL
     if all(i is None for i in ins):
         return None
+    if CUT in ins:  # after the chunks: it must not meet values that still have rows
+        return CUT if all(i in (None, CUT) for i in ins) else FAIL
     kind = _kind(n)
     if kind == "elementwise":
         axes = {i for i in ins if i is not None}
@@ -77,7 +86,9 @@ def _forward(n: Node, ins: list) -> int | str | None:
         return k if _full_slice(n, k) else FAIL
     if kind == "reduce":
         axes = n.attr("axes")
-        return FAIL if k in axes else [i for i in range(x.ndim) if i not in axes].index(k)
+        if k in axes:
+            return CUT if n.op in COMBINE else FAIL
+        return [i for i in range(x.ndim) if i not in axes].index(k)
     if n.op == "matmul":
         (a, b), (ka, kb) = n.inputs, ins
         m_a, k_a, k_b, n_b = _matmul_axes(n)
@@ -121,9 +132,12 @@ def find(roots: list[Node]) -> Split | None:
             if FAIL in root_axes or all(a is None for a in root_axes):
                 continue
             frontier = _frontier(order, ax, source)
+            cuts = {id(n): (n, ax[id(n.inputs[0])]) for n in order
+                    if ax[id(n)] == CUT and _kind(n) == "reduce" and
+                    isinstance(ax[id(n.inputs[0])], int)}
             cost = sum(n.nbytes for n in frontier) + (source.nbytes if source.op != "input" else 0)
             if best is None or cost < held:
-                best, held = Split(source, axis, root_axes, frontier), cost
+                best, held = Split(source, axis, root_axes, frontier, cuts), cost
     return best
 
 
@@ -156,10 +170,11 @@ def _leaf(value, n: Node) -> Node:
     return make("input", (), tuple(value.shape), n.dtype, (("buf", Buffer(value)),))
 
 
-def chunk_graph(roots: list[Node], split: Split, lo: int, hi: int, source_rows,
-                realized: dict[int, Node]) -> list[Node]:
-    """The roots' rows [lo, hi) (along their split axes) as a graph: `source_rows` is the
-    realized rows of S, `realized` maps frontier values to their leaves."""
+def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, hi: int,
+                source_rows, realized: dict[int, Node]) -> list[Node]:
+    """Rows [lo, hi) of each (node, axis) target as a graph (a target with no axis is whole:
+    a cut's partial over these rows, or a value after the cuts): `source_rows` is the realized
+    rows of S, `realized` maps frontier values (and combined cuts) to their leaves."""
     memo: dict[tuple[int, object], Node] = {}
 
     def go(n: Node, k: int | None) -> Node:
@@ -206,6 +221,8 @@ def chunk_graph(roots: list[Node], split: Split, lo: int, hi: int, source_rows,
             attrs["shape"] = tuple(shape)
         elif n.op == "slice":
             ins = [go(n.inputs[0], k)]
+        elif id(n) in split.cuts:  # this chunk's partial
+            ins = [go(n.inputs[0], split.cuts[id(n)][1])]
         elif kind == "reduce":
             x = n.inputs[0]
             kept = [i for i in range(x.ndim) if i not in n.attr("axes")]
@@ -216,7 +233,7 @@ def chunk_graph(roots: list[Node], split: Split, lo: int, hi: int, source_rows,
             ins = [go(i, None) for i in n.inputs]
         return make(n.op, tuple(ins), tuple(shape), n.dtype, tuple(attrs.items()))
 
-    return [go(r, k) for r, k in zip(roots, split.root_axes)]
+    return [go(r, k) for r, k in targets]
 
 
 def _matmul_inputs(n: Node, k: int | None, go) -> list[Node]:

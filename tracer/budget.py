@@ -160,28 +160,40 @@ def _made(program) -> list:
     return [n for n in program.order if n.op not in ("input", "const", "output") + VIEW_OPS]
 
 
-def _chunk_need(roots, split, rows: int, src_rows, realized, be) -> int:
+def _chunk_need(targets, split, rows: int, src_rows, realized, be) -> int:
     """Bytes a chunk of `rows` holds: its planned peak plus its results."""
     from . import plans
-    g = splitter.chunk_graph(roots, split, 0, rows, src_rows(0, rows), realized)
+    g = splitter.chunk_graph(targets, split, 0, rows, src_rows(0, rows), realized)
     program, _, _ = plans.plan(g, be)
     return program.peak_bytes + sum(n.nbytes for n in g)
 
 
+def _leaf_of(n, value):
+    return make("input", (), n.shape, n.dtype, (("buf", Buffer(value)),))
+
+
 def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     """Evaluate roots within the budget by splitting (opt/splitter.py), or raise
-    MemoryBudgetError before anything is allocated. `execute(roots)` evaluates a graph."""
+    MemoryBudgetError before anything is allocated. `execute(roots)` evaluates a graph.
+
+    Stages: the values the chunks read whole (and outputs independent of the split rows);
+    the chunks, each writing its rows of the row-wise outputs and adding its partial to each
+    reduction over the rows (combined in chunk order); then the outputs computed from those
+    combined reductions."""
     from . import plans
     split = splitter.find(roots)
     if split is None:
         raise over_budget(program, budget, "no input or value has rows that every output "
                           "follows, so it cannot be split", program.peak_bytes)
-    deps = [r for r, a in zip(roots, split.root_axes) if a is not None]
-    dep_axes = [a for a in split.root_axes if a is not None]
+    deps = [(r, a) for r, a in zip(roots, split.root_axes) if isinstance(a, int)]
+    cuts = [c for c, _ in split.cuts.values()]
+    targets = deps + [(c, None) for c in cuts]
+    post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
+            split.cuts]
     pre = ([split.source] if split.source.op != "input" else []) + split.frontier + \
         [r for r, a in zip(roots, split.root_axes) if a is None]
     pre = list({id(n): n for n in pre}.values())
-    held = sum(n.nbytes for n in pre)  # realized before the chunks, held through them
+    held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts)  # held through the chunks
     # plan the chunks on stand-ins of the realized values: nothing is allocated yet
     stand = {id(n): _stand_in(n) for n in pre}
     if split.source.op == "input":
@@ -195,7 +207,7 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     # rows), then shrink until the chunk's plan fits beside what is held
     biggest = max([n.nbytes for n in _made(program)] + [1])
     rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
-    need = _chunk_need(deps, split, rows, src_rows, stand, be)
+    need = _chunk_need(targets, split, rows, src_rows, stand, be)
     while held + need > budget.limit:
         if rows == 1:
             raise over_budget(program, budget, f"split into single rows along axis "
@@ -203,7 +215,14 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
                               f" it still needs {fmt_bytes(held + need)}", held + need)
         room = max(budget.limit - held, 1)
         rows = max(1, min(rows - 1, int(rows * room / need * 0.95)))
-        need = _chunk_need(deps, split, rows, src_rows, stand, be)
+        need = _chunk_need(targets, split, rows, src_rows, stand, be)
+    if post:
+        post_program, _, _ = plans.plan(
+            splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None,
+                                 {**stand, **{id(c): _stand_in(c) for c in cuts}}), be)
+        if post_program.peak_bytes + held > budget.limit:
+            raise over_budget(post_program, budget, "what follows the split reductions does "
+                              "not fit", post_program.peak_bytes + held)
     # run: the values read whole first, then the chunks into the outputs
     realized = {}
     if pre:
@@ -217,17 +236,33 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     if split.source.op != "input":
         whole = realized[id(split.source)].attr("buf").value
         src_rows = lambda lo, hi: _rows(whole, split.axis, lo, hi)  # noqa: E731
-    outs = [np.empty(r.shape, r.dtype) for r in deps]
+    outs = [np.empty(r.shape, r.dtype) for r, _ in deps]
+    partial: list = [None] * len(cuts)
     for lo in range(0, n_rows, rows):
         hi = min(lo + rows, n_rows)
-        g = splitter.chunk_graph(deps, split, lo, hi, src_rows(lo, hi), realized)
-        for out, ax, buf in zip(outs, dep_axes, execute(g)):
+        g = splitter.chunk_graph(targets, split, lo, hi, src_rows(lo, hi), realized)
+        bufs = execute(g)
+        for out, (_, ax), buf in zip(outs, deps, bufs):
             _rows(out, ax, lo, hi)[...] = buf.value
+        for j, (c, buf) in enumerate(zip(cuts, bufs[len(deps):])):
+            part = np.asarray(buf.value)
+            partial[j] = part if partial[j] is None else \
+                getattr(np, splitter.COMBINE[c.op])(partial[j], part).astype(c.dtype)
         measured = max(measured, held + STATS.measured_peak_bytes + sum(n.nbytes for n in g))
+    planned = held + need
+    result = {id(r): Buffer(o) for (r, _), o in zip(deps, outs)}
+    for c, v in zip(cuts, partial):
+        realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
+        result[id(c)] = realized[id(c)].attr("buf")
+    if post:
+        g = splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None, realized)
+        for r, buf in zip(post, execute(g)):
+            result[id(r)] = buf
+        measured = max(measured, held + STATS.measured_peak_bytes)
+        planned = max(planned, held + post_program.peak_bytes)
     STATS.measured_peak_bytes = measured
-    STATS.planned_peak_bytes = held + need
+    STATS.planned_peak_bytes = planned
     STATS.split_chunks += -(-n_rows // rows)
-    result = {id(r): Buffer(o) for r, o in zip(deps, outs)}
     for r in roots:
         if id(r) not in result:
             result[id(r)] = realized[id(r)].attr("buf")
