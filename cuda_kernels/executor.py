@@ -64,7 +64,9 @@ def _flat(n: Node) -> bool:
         all(_contiguous_producer(i) for i in n.inputs)
 
 
-def _strided(shape, dtype, strides=None, writeable=True) -> np.ndarray:
+def over_one_element(shape, dtype, strides=None, writeable=True) -> np.ndarray:
+    """An array of this shape and strides (C order by default) over one element of memory:
+    a stand-in whose layout is real and whose values are never read."""
     dtype = np.dtype(dtype)
     if strides is None:  # C order
         strides = tuple(math.prod(shape[k + 1:]) * dtype.itemsize for k in range(len(shape)))
@@ -78,16 +80,17 @@ def stand_in(n: Node) -> np.ndarray:
     their input's stand-in; anything else is a fresh C-contiguous array."""
     buf = n.attr("buf") if n.op == "input" else None
     if isinstance(buf, Slot):
-        c = _strided(n.shape, n.dtype)
-        return c if buf.contiguous else _strided(n.shape, n.dtype, tuple(2 * s for s in c.strides))
+        c = over_one_element(n.shape, n.dtype)
+        return c if buf.contiguous else over_one_element(n.shape, n.dtype,
+                                                         tuple(2 * s for s in c.strides))
     if buf is not None and isinstance(buf.value, np.ndarray):
         v = buf.value
-        return _strided(v.shape, v.dtype, v.strides, v.flags.writeable)
+        return over_one_element(v.shape, v.dtype, v.strides, v.flags.writeable)
     if n.op in VIEW_OPS:
         x = stand_in(n.inputs[0])
         if n.op != "reshape" or x.flags.c_contiguous:  # (a reshape that cannot view copies)
             return np.asarray(OPS[n.op].ref(x, **dict(n.attrs)))
-    return _strided(n.shape, n.dtype)
+    return over_one_element(n.shape, n.dtype)
 
 
 def lower(roots: list[Node], backend: str) -> Program:

@@ -166,6 +166,13 @@ def _collect(n: Node, out: dict[int, Node]) -> None:
     out[id(n)] = n
 
 
+def row_block(value, axis: int, lo: int, hi: int):
+    """value[..., lo:hi, ...] along `axis` (a view)."""
+    idx = [slice(None)] * value.ndim
+    idx[axis] = slice(lo, hi)
+    return value[tuple(idx)]
+
+
 def _leaf(value, n: Node) -> Node:
     return make("input", (), tuple(value.shape), n.dtype, (("buf", Buffer(value)),))
 
@@ -188,17 +195,9 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
             return _leaf(source_rows, n)
         if id(n) in realized:
             whole = realized[id(n)]
-            if k is None:
-                return whole
-            idx = [slice(None)] * n.ndim
-            idx[k] = slice(lo, hi)
-            return _leaf(whole.attr("buf").value[tuple(idx)], n)
+            return whole if k is None else _leaf(row_block(whole.attr("buf").value, k, lo, hi), n)
         if n.op == "input":
-            if k is None:
-                return n
-            idx = [slice(None)] * n.ndim
-            idx[k] = slice(lo, hi)
-            return _leaf(n.attr("buf").value[tuple(idx)], n)
+            return n if k is None else _leaf(row_block(n.attr("buf").value, k, lo, hi), n)
         if k is None and n.op == "const":
             return n
         shape = list(n.shape)

@@ -9,7 +9,6 @@ allocated.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -18,7 +17,9 @@ import numpy as np
 from ir import Buffer, make, toposort
 from ir.liveness import VIEW_OPS
 from ir.stats import STATS
+from cuda_kernels.executor import over_one_element
 from opt import splitter
+from opt.splitter import row_block
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -87,9 +88,9 @@ class memory_budget:
 
     def __init__(self, limit, split_size=None):
         from .runtime import backend
-        self.budget = Budget(parse_size(limit, backend()), 0)
-        split = self.budget.limit // 4 if split_size is None else parse_size(split_size)
-        self.budget = Budget(self.budget.limit, max(1, split))
+        limit = parse_size(limit, backend())
+        split = limit // 4 if split_size is None else parse_size(split_size)
+        self.budget = Budget(limit, max(1, split))
 
     @property
     def limit(self) -> int:
@@ -139,20 +140,8 @@ def over_budget(program, budget: Budget, why: str, smallest: int) -> MemoryBudge
 def _stand_in(n):
     """A leaf of n's type and C layout over one element of memory: enough to plan a chunk
     (planning reads no values)."""
-    v = np.lib.stride_tricks.as_strided(np.zeros(1, n.dtype), n.shape,
-                                        _c_strides(n.shape, n.dtype))
-    return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
-
-
-def _c_strides(shape, dtype) -> tuple[int, ...]:
-    item = np.dtype(dtype).itemsize
-    return tuple(math.prod(shape[k + 1:]) * item for k in range(len(shape)))
-
-
-def _rows(value, axis: int, lo: int, hi: int):
-    idx = [slice(None)] * value.ndim
-    idx[axis] = slice(lo, hi)
-    return value[tuple(idx)]
+    return make("input", (), n.shape, n.dtype,
+                (("buf", Buffer(over_one_element(n.shape, n.dtype))),))
 
 
 def _made(program) -> list:
@@ -198,9 +187,9 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     stand = {id(n): _stand_in(n) for n in pre}
     if split.source.op == "input":
         whole = split.source.attr("buf").value
-        src_rows = lambda lo, hi: _rows(whole, split.axis, lo, hi)  # noqa: E731
+        src_rows = lambda lo, hi: row_block(whole, split.axis, lo, hi)  # noqa: E731
     else:
-        src_rows = lambda lo, hi: _rows(stand[id(split.source)].attr("buf").value,  # noqa: E731
+        src_rows = lambda lo, hi: row_block(stand[id(split.source)].attr("buf").value,  # noqa: E731
                                         split.axis, lo, hi)
     n_rows = split.rows
     # start from chunks whose biggest value is about split_size (the big values grow with the
@@ -235,7 +224,7 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     measured = STATS.measured_peak_bytes + held if pre else 0
     if split.source.op != "input":
         whole = realized[id(split.source)].attr("buf").value
-        src_rows = lambda lo, hi: _rows(whole, split.axis, lo, hi)  # noqa: E731
+        src_rows = lambda lo, hi: row_block(whole, split.axis, lo, hi)  # noqa: E731
     outs = [np.empty(r.shape, r.dtype) for r, _ in deps]
     partial: list = [None] * len(cuts)
     for lo in range(0, n_rows, rows):
@@ -243,7 +232,7 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
         g = splitter.chunk_graph(targets, split, lo, hi, src_rows(lo, hi), realized)
         bufs = execute(g)
         for out, (_, ax), buf in zip(outs, deps, bufs):
-            _rows(out, ax, lo, hi)[...] = buf.value
+            row_block(out, ax, lo, hi)[...] = buf.value
         for j, (c, buf) in enumerate(zip(cuts, bufs[len(deps):])):
             part = np.asarray(buf.value)
             partial[j] = part if partial[j] is None else \
