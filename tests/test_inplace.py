@@ -140,3 +140,15 @@ def test_elementwise_kernel_writes_over_its_dying_input():
     numpy.testing.assert_array_equal(numpy.asarray(got_z), want)
     numpy.testing.assert_array_equal(numpy.asarray(got_m), h @ h.T)
     numpy.testing.assert_array_equal(numpy.asarray(got_t), (h @ h.T).T * 2)
+
+
+def test_benchmark_suite_quick_run(tmp_path):
+    """The suite at a tiny scale: every installed peer runs each program and agrees with
+    float64 NumPy; tracer's row is there."""
+    from bench import suite
+    out = tmp_path / "suite.md"
+    assert suite.main(["--scale", "1e-4", "--repeat", "1", "--only", "W1',W2 sum",
+                       "--out", str(out)]) == 0
+    rows = [r.split("|") for r in out.read_text().splitlines() if r.startswith("| W")]
+    assert {r[2].strip() for r in rows} >= {"numpy", "tracer"}
+    assert all(float(r[-2]) < 1e-5 for r in rows)
