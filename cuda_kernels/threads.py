@@ -41,7 +41,7 @@ def snapshot(a, dtype=None) -> np.ndarray:
     if not (isinstance(a, np.ndarray) and a.flags.c_contiguous and a.nbytes >= PARALLEL_BYTES
             and (dtype is None or np.dtype(dtype) == a.dtype) and a.dtype.kind != "O"):
         return np.array(a, dtype=dtype, copy=True)
-    out = np.empty_like(a)
+    out = np.empty_like(a, subok=False)
     src, dst = a.reshape(-1), out.reshape(-1)
     run_split(lambda lo, hi: np.copyto(dst[lo:hi], src[lo:hi]), src.size)
     return out

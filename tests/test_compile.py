@@ -178,3 +178,15 @@ def test_worker_compiles_do_not_change_results(tmp_path):
     numpy.testing.assert_allclose(numpy.concatenate([numpy.ravel(v) for v in tiered["first"]]),
                                   numpy.concatenate([numpy.ravel(v) for v in alone["first"]]),
                                   rtol=1e-12)
+
+
+def test_big_inputs_are_snapshotted_by_all_cores():
+    """A NumPy array of 4 MiB and more is copied by threads when lazy code wraps it: the lazy
+    result still ignores later writes to the array, and keeps NumPy's values and layout."""
+    h = numpy.arange(1 << 21, dtype=numpy.float32)  # 8 MiB
+    a = np.asarray(h)
+    r = np.sin(h) + a * 2  # a bare NumPy operand is wrapped too
+    h[:] = -1
+    want = numpy.sin(numpy.arange(1 << 21, dtype=numpy.float32)) + \
+        numpy.arange(1 << 21, dtype=numpy.float32) * 2
+    numpy.testing.assert_array_equal(numpy.asarray(r), want)
