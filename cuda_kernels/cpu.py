@@ -476,7 +476,8 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         combine = OPS[red.op].combine
         em._need(combine)
         L += [ind + st for st in acc_init(red, acc_t)]
-        i2 = inner_loops()
+        unroll = red.op == "reduce_sum" and red.inputs[0].dtype.kind == "f" and p - k == 1
+        i2 = "" if unroll else inner_loops()
         stmts: list[str] = []
         memo: dict = {}
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
@@ -485,8 +486,11 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         if stashed:
             stmts.append(f"{stash_at} = {em.emit(plan.stash, full, stmts, memo)}")
         v = em.emit(red.inputs[0], full, stmts, memo)
-        L.extend(i2 + st for st in stmts)
-        L += [i2 + st for st in acc_step(red, combine, v, acc_t)]
+        if unroll:  # one reduced axis: interleaved partial sums over it
+            L += unrolled_sum(ind, j[k], "0", f"m{k}", stmts, v, acc_t)
+        else:
+            L.extend(i2 + st for st in stmts)
+            L += [i2 + st for st in acc_step(red, combine, v, acc_t)]
         if stashed:
             em.override[id(plan.stash)] = stash_at
         L += [ind + st for st in acc_final(red, acc_t)]
