@@ -58,12 +58,14 @@ def evaluate_vars(vars_: list[Var]) -> None:
             targets.append(v)
     if not targets:
         return
-    in_graph = {id(n) for n in toposort([v.node for v in targets])}
     # live arrays whose value is computed on the way are kept too, so they are not recomputed;
     # not under a memory budget, where keeping them (the N x M distances behind a min) could
     # need all the memory the budget saves
-    extra = [v for v in pending_vars() if id(v) not in seen and id(v.node) in in_graph
-             and v.node.op not in ("const", "broadcast_to")] if budget.active() is None else []
+    extra = []
+    if budget.active() is None:
+        in_graph = {id(n) for n in toposort([v.node for v in targets])}
+        extra = [v for v in pending_vars() if id(v) not in seen and id(v.node) in in_graph
+                 and v.node.op not in ("const", "broadcast_to")]
     allv = targets + extra
     bufs = execute([v.node for v in allv])
     for v, (node, buf) in zip(allv, zip([v.node for v in allv], bufs)):
