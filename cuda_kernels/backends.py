@@ -124,6 +124,39 @@ def _hoist_scalar_params(src: str) -> str:
     return head + "\n" + hoisted + rest
 
 
+_SUBSCRIPT = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\[")
+
+
+def _unsigned_subscripts(src: str) -> str:
+    """Index arrays with unsigned integers. A signed index makes Numba wrap negative values
+    (`i < 0 ? i + n : i`), and in a loop that does not start at 0 LLVM cannot drop that
+    select, so it vectorizes with gathers and scatters: W1' over range(lo, hi) ran 3.4x
+    slower. Fused kernels never index below 0."""
+    out, pos = [], 0
+    for m in _SUBSCRIPT.finditer(src):
+        if m.start() < pos:
+            continue
+        start = m.end()
+        depth, k, parts, last = 0, start, [], start
+        while depth >= 0:
+            ch = src[k]
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                parts.append(src[last:k])
+                last = k + 1
+            k += 1
+        parts.append(src[last:k - 1])
+        idx = ", ".join(p.strip() if p.strip().isdigit() or p.strip() == "()"
+                        else f"_ix({_unsigned_subscripts(p.strip())})" for p in parts)
+        out += [src[pos:start], idx, "]"]
+        pos = k
+    out.append(src[pos:])
+    return "".join(out)
+
+
 def init_nrt(ctx) -> None:
     """Numba's runtime (NRT) for this process, as `rtsys.initialize` sets it up, but with its
     few functions loaded from object code an earlier process compiled (under TRACER_CACHE_DIR,
@@ -162,7 +195,7 @@ class CpuBackend:
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         fn_src, em = cpu.generate(body, kind, name, flat)
-        fn_src = _hoist_scalar_params(fn_src)
+        fn_src = _unsigned_subscripts(_hoist_scalar_params(fn_src))
         if not parallel:  # serial: no threading layer, whose symbols get_thread_id needs
             fn_src = fn_src.replace("prange(", "range(").replace("get_thread_id()", "0")
         par = "prange(" in fn_src

@@ -22,6 +22,7 @@ FULL_CHUNK = 4096
 HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
+_ix = np.uint64
 """
 
 
