@@ -22,6 +22,7 @@ FULL_CHUNK = 4096
 HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
+from cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2, _bits_f64, _f64_bits
 _ix = np.uint64
 """
 
@@ -76,7 +77,42 @@ def stores(em: Emitter, outs: list[Node], idx: tuple[str, ...], stmts: list[str]
     return [f"{em.out_names[em.outputs.index(o)]}[{ix}] = {v}" for o, v in zip(outs, vals)]
 
 
+TRIG_BLOCK = 4096
+
+
+def _trig_args(body: Node) -> list[Node]:
+    """Arguments of float32 sin and cos, whose helpers reduce large ones (|x| >= 2**16) with
+    a Payne-Hanek step that costs as much as the rest of the function."""
+    return [n.inputs[0] for n in toposort([body]) if n.op in ("sin", "cos") and
+            n.dtype == np.float32]
+
+
+def gen_trig_loop(em: Emitter, name: str, args: list[Node]) -> str:
+    """A flat loop in blocks: a block whose sin/cos arguments are all below 2**16 (the usual
+    case) runs the Cody-Waite-only variants. The check only reads, so an output that shares
+    its buffer with an input is still written after the block's reads."""
+    L = [f"def {name}({', '.join(signature_args(em))}):", f"    n0 = {em.out_names[0]}.shape[0]",
+         f"    for b in prange((n0 + {TRIG_BLOCK - 1}) // {TRIG_BLOCK}):",
+         f"        lo = b * {TRIG_BLOCK}", f"        hi = min(lo + {TRIG_BLOCK}, n0)",
+         "        nbig = 0", "        for i0 in range(lo, hi):"]
+    stmts: list[str] = []
+    memo: dict = {}
+    vals = [em.emit(a, ("i0",), stmts, memo) for a in args]
+    stmts.append("nbig += " + " + ".join(f"(abs({v}) >= 65536.0)" for v in vals))
+    L += ["            " + st for st in stmts]
+    body: list[str] = []
+    body += stores(em, em.outputs, ("i0",), body, {})
+    small = [st.replace("_vsin32(", "_vsin32s(").replace("_vcos32(", "_vcos32s(") for st in body]
+    em._need("\n".join(small))
+    for cond, stmts in (("if nbig:", body), ("else:", small)):
+        L += [f"        {cond}", "            for i0 in range(lo, hi):"]
+        L += ["                " + st for st in stmts]
+    return "\n".join(L)
+
+
 def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
+    if (flat or em.outputs[0].ndim == 1) and (args := _trig_args(body)):
+        return gen_trig_loop(em, name, args)
     rank = 1 if flat else em.outputs[0].ndim
     idx = tuple(f"i{k}" for k in range(rank))
     args = signature_args(em)
@@ -478,22 +514,23 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         em._need(combine)
         L += [ind + st for st in acc_init(red, acc_t)]
         unroll = red.op == "reduce_sum" and red.inputs[0].dtype.kind == "f" and p - k == 1
-        i2 = "" if unroll else inner_loops()
-        stmts: list[str] = []
-        memo: dict = {}
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
             any(m is plan.stash for m in _reach(red.inputs[0], is_reduce))
-        stash_at = f"{em.out_names[plan.stash_out]}[{', '.join(full)}]"
-        if stashed:
-            stmts.append(f"{stash_at} = {em.emit(plan.stash, full, stmts, memo)}")
-        v = em.emit(red.inputs[0], full, stmts, memo)
+        if stashed:  # its own loop, which vectorizes; the reduction reads the row back from cache
+            stash_at = f"{em.out_names[plan.stash_out]}[{', '.join(full)}]"
+            stmts: list[str] = []
+            sv = em.emit(plan.stash, full, stmts, {})
+            i3 = inner_loops()
+            L.extend(i3 + st for st in stmts + [f"{stash_at} = {sv}"])
+            em.override[id(plan.stash)] = stash_at
+        i2 = "" if unroll else inner_loops()
+        stmts = []
+        v = em.emit(red.inputs[0], full, stmts, {})
         if unroll:  # one reduced axis: interleaved partial sums over it
             L += unrolled_sum(ind, j[k], "0", f"m{k}", stmts, v, acc_t)
         else:
             L.extend(i2 + st for st in stmts)
             L += [i2 + st for st in acc_step(red, combine, v, acc_t)]
-        if stashed:
-            em.override[id(plan.stash)] = stash_at
         L += [ind + st for st in acc_final(red, acc_t)]
         L.append(f"{ind}r{r} = {tname(red.dtype)}(acc)")
         em.override[id(red)] = f"r{r}"

@@ -156,21 +156,35 @@ _ufunc("reciprocal", T(None, floats="(1.0 / {0})"))
 _ufunc("conjugate", T("{0}"))
 _ufunc("sqrt", T("math.sqrt({0})"))
 _ufunc("cbrt", T(lambda i, o, b: "np.cbrt({0})" if b == "cpu" else "_cbrt({0})"))
-_ufunc("exp", T("math.exp({0})"))
+
+
+def vec(f32: str | None, f64: str | None, libm: str) -> Callable:
+    """The cpu backend's vectorizable helper (scalar_lib `_v*`) for a float32 or float64
+    loop where there is one; libm's scalar call otherwise and on cuda."""
+    def pick(i, o, b):
+        h = f32 if o.itemsize == 4 else f64
+        if b != "cpu" or h is None:
+            return libm
+        return f"{h}({_ft(o)}({{0}}))"
+    return T(pick)
+
+
+_ufunc("exp", vec("_vexp32", "_vexp64", "math.exp({0})"))
 _ufunc("exp2", T(typed("_exp2", 1)))
 _ufunc("expm1", T("math.expm1({0})"))
-_ufunc("log", T("math.log({0})"))
-_ufunc("log2", T("math.log2({0})"))
-_ufunc("log10", T("math.log10({0})"))
+_ufunc("log", vec("_vlog32", "_vlog64", "math.log({0})"))
+_ufunc("log2", vec("_vlog2_32", None, "math.log2({0})"))
+_ufunc("log10", vec("_vlog10_32", None, "math.log10({0})"))
 _ufunc("log1p", T("math.log1p({0})"))
 _ufunc("logaddexp", T(typed("_logaddexp", 2)), Props(commutative=True))
 _ufunc("logaddexp2", T(typed("_logaddexp2", 2)), Props(commutative=True))
-for _n, _m in [("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"),
+_ufunc("sin", vec("_vsin32", None, "math.sin({0})"))
+_ufunc("cos", vec("_vcos32", None, "math.cos({0})"))
+for _n, _m in [("tan", "tan"), ("arcsin", "asin"),
                ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
                ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
     _ufunc(_n, T(f"math.{_m}({{0}})"))
-_ufunc("tanh", T(lambda i, o, b: "_tanhf({0})" if b == "cpu" and o.itemsize == 4
-                 else "math.tanh({0})"))
+_ufunc("tanh", vec("_vtanh32", None, "math.tanh({0})"))
 _ufunc("arctan2", T("math.atan2({0}, {1})"))
 _ufunc("hypot", T("math.hypot({0}, {1})"), Props(commutative=True))
 _DEG2RAD = scaled(math.pi / 180, float(np.float32(np.pi) / np.float32(180)))

@@ -220,13 +220,144 @@ def _logaddexp2_T(x, y):
 """)
 
 
-# float32 tanh on the cpu through one float64 exp (glibc's tanhf costs ~16 ns, exp ~5 ns): the
-# float64 quotient is far inside float32's precision, so the rounded result matches tanhf to
-# an ulp; below 2e-4, tanh(x) rounds to x in float32 (x**3/3 < half an ulp), sign of zero kept.
-_h("_tanhf", """
-def _tanhf(x):
+# ---- vectorizable math for the cpu backend (cuda_kernels/vecmath.py has the bit casts).
+# Branch-free: every path is computed and selected, so LLVM vectorizes a loop that calls them
+# where a libm call keeps it scalar. float32 functions compute in float64, whose errors are
+# far below half a float32 ulp, so results are float32's correctly rounded value but for
+# rare ties; float64 exp and log follow fdlibm (under 1 ulp).
+
+# exp of a float64 argument to about 2e-10 relative: for float32 results (and float32 tanh)
+_h("_vexp_d", """
+def _vexp_d(d):
+    dc = d if abs(d) <= 200.0 else (200.0 if d > 0 else -200.0)
+    k = math.floor(dc * 1.4426950408889634 + 0.5)
+    r = dc - k * 0.6931471805599453
+    p = 1.0 + r * (1.0 + r * (0.5 + r * (0.16666666666666666 + r * (0.041666666666666664 + r * (
+        0.008333333333333333 + r * (0.001388888888888889 + r * (0.0001984126984126984 + r * (
+            2.48015873015873e-05))))))))
+    return p * _bits_f64((_i64(k) + 1023) << 52) if d == d else d
+""")
+_h("_vexp32", """
+def _vexp32(x):
+    return _vexp_d(float(x))
+""")
+# glibc's method: x = (64 m + j) ln2/64 + r, exp(x) = 2**m * 2**(j/64) * exp(r), |r| <= ln2/128,
+# with 2**(j/64) from a hi + lo table (vecmath._EXP_HI/_EXP_LO): about 0.5 ulp
+_h("_vexp64", """
+def _vexp64(x):
+    dc = x if abs(x) <= 746.0 else (746.0 if x > 0 else -746.0)
+    k = math.floor(dc * 92.33248261689366 + 0.5)
+    r = (dc - k * 0.010830424695086549) - k * 1.162596423439437e-12
+    ki = _i64(k)
+    j = ki & 63
+    p = r + r * r * (0.5 + r * (0.16666666666666666 + r * (0.041666666666666664 + r * (
+        0.008333333333333333 + r * 0.001388888888888889))))
+    t = _EXP_HI[j]
+    y = t + (t * p + _EXP_LO[j])
+    m = ki >> 6
+    m1 = m >> 1
+    y = y * _bits_f64((m1 + 1023) << 52) * _bits_f64((m - m1 + 1023) << 52)
+    return y if x == x else x
+""")
+# fdlibm's e_log.c: x = 2**k * m, m in [sqrt(2)/2, sqrt(2)), log(m) = f - s*(f - R(s*s))
+_h("_vlog64", """
+def _vlog64(x):
+    sub = x < 2.2250738585072014e-308
+    b = _f64_bits(x * 18014398509481984.0 if sub else x)
+    k = ((b >> 52) & 2047) - (1077 if sub else 1023)
+    hb = b & 4503599627370495
+    i = (hb + 2638157891764224) & 4503599627370496
+    f = _bits_f64(hb | (i ^ 4607182418800017408)) - 1.0
+    dk = float(k + (i >> 52))
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    R = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (
+        1.818357216161805012e-01 + w * 1.479819860511658591e-01))) + w * (
+        3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01))
+    hfsq = 0.5 * f * f
+    y = dk * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + R) + dk * 1.90821492927058770002e-10)) - f)
+    if x > 0 and x < math.inf:
+        return y
+    return math.inf if x == math.inf else (-math.inf if x == 0 else math.nan)
+""")
+_h("_vlog32", """
+def _vlog32(x):
+    return _vlog64(float(x))
+""")
+_h("_vlog2_32", """
+def _vlog2_32(x):
+    return _vlog64(float(x)) * 1.4426950408889634
+""")
+_h("_vlog10_32", """
+def _vlog10_32(x):
+    return _vlog64(float(x)) * 0.4342944819032518
+""")
+# float32 tanh: tanh(x) = 1 - 2 / (exp(2x) + 1), in float64 (the exp to full precision: the
+# difference cancels); below 2e-4 tanh(x) rounds to x in float32
+_h("_vtanh32", """
+def _vtanh32(x):
     d = float(x)
-    if abs(d) < 2e-4:
-        return x
-    return 1.0 - 2.0 / (math.exp(2.0 * d) + 1.0)
+    t = 1.0 - 2.0 / (_vexp64(2.0 * d) + 1.0)
+    return d if abs(d) < 2e-4 else t
+""")
+# float32 sin and cos: x = (q + f) * pi/2 with |f| <= 1/2, r = f * pi/2. Below 2**16, Cody-Waite
+# with fdlibm's two-part pi/2 (exact products for |q| < 2**20); above, Payne-Hanek: x's 24-bit
+# mantissa m times three 28-bit words of 2/pi for x's exponent (vecmath._PH*), products exact
+# in float64; the words before them would only add multiples of 4 to x * 2/pi.
+_h("_vtrig_cw32", """
+def _vtrig_cw32(d):
+    k = math.floor(d * 0.6366197723675814 + 0.5)
+    k = k if abs(d) < 65536.0 else 0.0
+    return _i64(k), (d - k * 1.57079632673412561417e+00) - k * 6.07710050650619224932e-11
+""")
+_h("_vtrig_red32", """
+def _vtrig_red32(d):
+    q1, r1 = _vtrig_cw32(d)
+    e = ((_f64_bits(d) >> 52) & 2047) - 1023
+    e = -16 if e < -16 else (128 if e > 128 else e)
+    m = abs(d) * _bits_f64((1046 - e) << 52)
+    p0 = m * _PH0[e + 16]
+    y0 = (p0 - math.floor(p0 * 3.725290298461914e-09) * 268435456.0) * 1.4901161193847656e-08
+    y1 = m * _PH1[e + 16] * 5.551115123125783e-17
+    q2 = math.floor(y0 + y1 + 0.5)
+    r2 = (((y0 - q2) + y1) + m * _PH2[e + 16] * 2.0679515313825692e-25) * 1.5707963267948966
+    q2 = -q2 if d < 0 else q2
+    r2 = -r2 if d < 0 else r2
+    big = abs(d) >= 65536.0
+    return (_i64(q2) if big else q1), (r2 if big else r1)
+""")
+_h("_vsincos_poly", """
+def _vsincos_poly(q, r):
+    z = r * r
+    s = r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 + z * (
+        -0.0001984126984126984 + z * (2.7557319223985893e-06 + z * -2.505210838544172e-08))))
+    c = 1.0 + z * (-0.5 + z * (0.041666666666666664 + z * (-0.001388888888888889 + z * (
+        2.48015873015873e-05 + z * (-2.755731922398589e-07 + z * 2.08767569878681e-09)))))
+    v = c if (q & 1) != 0 else s
+    return -v if (q & 2) != 0 else v
+""")
+# sin and cos of any float32; the `s` variants reduce with Cody-Waite alone (|x| < 2**16 or not
+# finite), for loops that check their block's arguments first (cpu.gen_trig_loop)
+_h("_vsin_fin", """
+def _vsin_fin(d, v):
+    v = v if d != 0 else d
+    return v if abs(d) < math.inf else d - d
+""")
+_h("_vcos_fin", """
+def _vcos_fin(d, v):
+    return v if abs(d) < math.inf else d - d
+""")
+for _f, _red in (("", "_vtrig_red32"), ("s", "_vtrig_cw32")):
+    _h(f"_vsin32{_f}", f"""
+def _vsin32{_f}(x):
+    d = float(x)
+    q, r = {_red}(d)
+    return _vsin_fin(d, _vsincos_poly(q, r))
+""")
+    _h(f"_vcos32{_f}", f"""
+def _vcos32{_f}(x):
+    d = float(x)
+    q, r = {_red}(d)
+    return _vcos_fin(d, _vsincos_poly(q + 1, r))
 """)

@@ -1,0 +1,93 @@
+"""What the cpu kernels' vectorizable math helpers (ir/scalar_lib.py, `_v*`) need beyond plain
+Python: bit casts between float64 and int64, and the bits of 2/pi for float32 sin/cos of large
+arguments. The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
+blocks vectorization; the helpers are branch-free arithmetic LLVM vectorizes instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+
+@intrinsic
+def _bits_f64(typingctx, x):
+    """The float64 whose bits are the int64 x."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The bits of the float64 x, as an int64."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+def _two_over_pi(bits: int) -> int:
+    """floor(2/pi * 2**bits), from Machin's formula in integers (its first words are fdlibm's
+    0xA2F983, 0x6E4E44, 0x1529FC)."""
+    guard = 32
+    one = 1 << (bits + guard)
+
+    def atan_inv(x: int) -> int:
+        s, t, k, sign = 0, one // x, 1, 1
+        while t:
+            s += sign * (t // k)
+            t //= x * x
+            k += 2
+            sign = -sign
+        return s
+    pi = (16 * atan_inv(5) - 4 * atan_inv(239)) >> guard
+    return (1 << (2 * bits + 1)) // pi
+
+
+def _ph_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three 28-bit words of 2/pi per float32 exponent, for Payne-Hanek reduction: row
+    E + PH_OFFSET (E the unbiased exponent of x, x = m * 2**(E - 23) with a 24-bit m) holds
+    the bits of 2/pi from position E - 24 on (bit i weighs 2**-i; positions below 1 are 0),
+    the first that m * 2**(E - 23) does not turn into a multiple of 4."""
+    total = 400
+    v = _two_over_pi(total)
+    rows = [[], [], []]
+    for E in range(-PH_OFFSET, 129):
+        s = E - 24
+        for j in range(3):
+            word = 0
+            for b in range(28):
+                i = s + 28 * j + b
+                bit = (v >> (total - i)) & 1 if i >= 1 else 0
+                word = (word << 1) | bit
+            rows[j].append(word)
+    return tuple(np.array(r, dtype=np.float64) for r in rows)  # exact: words < 2**28
+
+
+PH_OFFSET = 16  # exponents from -16 on: every |x| >= 2**-16 has a row (the helpers use 2**16 up)
+_PH0, _PH1, _PH2 = _ph_tables()
+
+
+def _exp_tables(n: int = 64) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """2**(j/n) for j < n as hi + lo float64 pairs, and ln(2)/n as hi + lo with hi's low 20
+    bits clear (k * hi is exact for |k| < 2**20): the float64 exp's table (glibc's method)."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    hi, lo = [], []
+    for j in range(n):
+        v = Decimal(2) ** (Decimal(j) / n)
+        h = float(v)
+        hi.append(h)
+        lo.append(float(v - Decimal(h)))
+    ln2n = Decimal(2).ln() / n
+    h = _clear_low_bits(float(ln2n), 20)
+    return np.array(hi), np.array(lo), h, float(ln2n - Decimal(h))
+
+
+def _clear_low_bits(x: float, bits: int) -> float:
+    i = np.array([x]).view(np.int64)[0] & ~((1 << bits) - 1)
+    return float(np.array([i], np.int64).view(np.float64)[0])
+
+
+_EXP_HI, _EXP_LO, LN2N_HI, LN2N_LO = _exp_tables()
