@@ -22,7 +22,7 @@ FULL_CHUNK = 4096
 HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
-from cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2, _bits_f64, _f64_bits
+from cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2, _bits_f64, _f64_bits, _fma, _radd
 _ix = np.uint64
 """
 
@@ -81,16 +81,18 @@ TRIG_BLOCK = 4096
 
 
 def _trig_args(body: Node) -> list[Node]:
-    """Arguments of float32 sin and cos, whose helpers reduce large ones (|x| >= 2**16) with
-    a Payne-Hanek step that costs as much as the rest of the function."""
+    """Arguments of float32 sin and cos, whose branch-free helpers reduce large ones
+    (|x| >= 2**16) with a Payne-Hanek step that costs as much as the rest of the function."""
     return [n.inputs[0] for n in toposort([body]) if n.op in ("sin", "cos") and
             n.dtype == np.float32]
 
 
 def gen_trig_loop(em: Emitter, name: str, args: list[Node]) -> str:
     """A flat loop in blocks: a block whose sin/cos arguments are all below 2**16 (the usual
-    case) runs the Cody-Waite-only variants. The check only reads, so an output that shares
-    its buffer with an input is still written after the block's reads."""
+    case) runs the vectorized Cody-Waite-only helpers, any other block libm's scalar sinf and
+    cosf, which keeps Payne-Hanek's code (most of the compile time) out of the kernel. The
+    check only reads, so an output that shares its buffer with an input is still written
+    after the block's reads."""
     L = [f"def {name}({', '.join(signature_args(em))}):", f"    n0 = {em.out_names[0]}.shape[0]",
          f"    for b in prange((n0 + {TRIG_BLOCK - 1}) // {TRIG_BLOCK}):",
          f"        lo = b * {TRIG_BLOCK}", f"        hi = min(lo + {TRIG_BLOCK}, n0)",
@@ -103,8 +105,9 @@ def gen_trig_loop(em: Emitter, name: str, args: list[Node]) -> str:
     body: list[str] = []
     body += stores(em, em.outputs, ("i0",), body, {})
     small = [st.replace("_vsin32(", "_vsin32s(").replace("_vcos32(", "_vcos32s(") for st in body]
+    big = [st.replace("_vsin32(", "math.sin(").replace("_vcos32(", "math.cos(") for st in body]
     em._need("\n".join(small))
-    for cond, stmts in (("if nbig:", body), ("else:", small)):
+    for cond, stmts in (("if nbig:", big), ("else:", small)):
         L += [f"        {cond}", "            for i0 in range(lo, hi):"]
         L += ["                " + st for st in stmts]
     return "\n".join(L)
@@ -218,12 +221,8 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
                 lo, hi = "1", f"m{k}"
             else:
                 lo, hi = "0", f"m{k}"
-            if last and blocked and first and pos == 0:  # a chunk is a block
-                return out + unrolled_sum(ind, j[k], lo, hi, stmts, v, acc_t)
             if last and blocked:
-                out.append(f"{ind}for {j[k]}b in range(0, m{k}, {BLOCK}):")
-                return out + unrolled_sum(ind + "    ", j[k], f"{j[k]}b",
-                                          f"min({j[k]}b + {BLOCK}, m{k})", stmts, v, acc_t)
+                return out + block_sum(ind, j[k], lo, hi, stmts, v, acc_t, src.dtype)
             out.append(f"{ind}for {j[k]} in range({lo}, {hi}):")
             ind += "    "
         out += [ind + s for s in stmts]
@@ -291,30 +290,21 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
     return "\n".join(L)
 
 
-UNROLL = 8  # interleaved partial sums in a block
+SUM_BLOCK = 4096  # a block sum's length: about the cost of the loop's vector epilogue
 
 
-def unrolled_sum(ind: str, jv: str, lo: str, hi: str, stmts: list[str], v: str,
-                 acc_t: str) -> list[str]:
-    """acc += the sum of v over jv in [lo, hi), kept in UNROLL interleaved partial sums that
-    are added at the end: independent adds pipeline and vectorize, where one running sum
-    waits on every add (W2's sum(a*a): 8.8 ms with one). The order is fixed by the code, not
-    by the thread count."""
-    s = [f"s{u}" for u in range(UNROLL)]
-    L = [f"{ind}{jv}lo = {lo}", f"{ind}{jv}hi = {hi}", f"{ind}{' = '.join(s)} = {acc_t}(0)",
-         f"{ind}for {jv}u in range({jv}lo, {jv}hi - {UNROLL - 1}, {UNROLL}):"]
-    for u in range(UNROLL):
-        L.append(f"{ind}    {jv} = {jv}u + {u}")
-        L += [f"{ind}    {st}" for st in stmts]
-        L.append(f"{ind}    {s[u]} = {acc_t}({s[u]} + {v})")
-    L.append(f"{ind}for {jv} in range({jv}lo + ({jv}hi - {jv}lo) // {UNROLL} * {UNROLL}, "
-             f"{jv}hi):")
-    L += [f"{ind}    {st}" for st in stmts]
-    L.append(f"{ind}    s0 = {acc_t}(s0 + {v})")
-    while len(s) > 1:  # pairwise: s0 + s1, s2 + s3, ...
-        s = [f"({a} + {b})" for a, b in zip(s[::2], s[1::2])]
-    L.append(f"{ind}acc = {acc_t}(acc + {s[0]})")
-    return L
+def block_sum(ind: str, jv: str, lo: str, hi: str, stmts: list[str], v: str, acc_t: str,
+              dtype: np.dtype) -> list[str]:
+    """acc += the sum of v over jv in [lo, hi), in blocks of SUM_BLOCK. Within a block the adds
+    are reassociable (`_radd`), so LLVM splits the running sum into vector lanes of v's dtype
+    (about SUM_BLOCK / 32 values a lane for float32); blocks are added to acc (float64) in
+    order. The order is fixed by the code, not by the thread count. A sum whose every add
+    waits on the last runs at a third of the bandwidth (W2's sum(a*a))."""
+    lane = tname(dtype)
+    return [f"{ind}for {jv}b in range({lo}, {hi}, {SUM_BLOCK}):", f"{ind}    sb = {lane}(0)",
+            f"{ind}    for {jv} in range({jv}b, min({jv}b + {SUM_BLOCK}, {hi})):"] + \
+        [f"{ind}        {st}" for st in stmts] + \
+        [f"{ind}        sb = _radd(sb, {lane}({v}))", f"{ind}    acc = {acc_t}(acc + sb)"]
 
 
 def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_t, combine,
@@ -526,8 +516,8 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         i2 = "" if unroll else inner_loops()
         stmts = []
         v = em.emit(red.inputs[0], full, stmts, {})
-        if unroll:  # one reduced axis: interleaved partial sums over it
-            L += unrolled_sum(ind, j[k], "0", f"m{k}", stmts, v, acc_t)
+        if unroll:  # one reduced axis: blocked, reassociable within a block
+            L += block_sum(ind, j[k], "0", f"m{k}", stmts, v, acc_t, red.inputs[0].dtype)
         else:
             L.extend(i2 + st for st in stmts)
             L += [i2 + st for st in acc_step(red, combine, v, acc_t)]

@@ -1,6 +1,6 @@
-"""What the cpu kernels' vectorizable math helpers (ir/scalar_lib.py, `_v*`) need beyond plain
-Python: bit casts between float64 and int64, and the bits of 2/pi for float32 sin/cos of large
-arguments. The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
+"""What the cpu kernels need beyond plain Python: bit casts between float64 and int64 and the
+bits of 2/pi for the vectorizable math helpers (ir/scalar_lib.py, `_v*`), and a reassociable
+add for block sums. The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
 blocks vectorization; the helpers are branch-free arithmetic LLVM vectorizes instead.
 """
 from __future__ import annotations
@@ -25,6 +25,37 @@ def _f64_bits(typingctx, x):
     def codegen(context, builder, sig, args):
         return builder.bitcast(args[0], ir.IntType(64))
     return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _radd(typingctx, a, b):
+    """a + b with LLVM's reassoc flag on this add alone: a loop's running sum of these may be
+    split into vector lanes (block_sum in cpu.py), while the values added keep strict IEEE
+    arithmetic (fastmath on the whole kernel would reorder the math helpers' exact steps)."""
+    if a != b or not isinstance(a, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1], flags=("reassoc",))
+    return a(a, b), codegen
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c as LLVM's fmuladd: one fused instruction where the cpu has FMA (one rounding,
+    never less accurate), a multiply and an add where it has not. For the helpers' polynomial
+    steps only; the user's own a * b + c keeps NumPy's two roundings. Computes in the widest
+    of the argument types."""
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        return None
+    t = max((a, b, c), key=lambda x: x.bitwidth)
+
+    def codegen(context, builder, sig, args):
+        vals = [context.cast(builder, v, ty, t) for v, ty in zip(args, sig.args)]
+        lt = vals[0].type
+        f = builder.module.declare_intrinsic("llvm.fmuladd", [lt], ir.FunctionType(lt, [lt] * 3))
+        return builder.call(f, vals)
+    return t(a, b, c), codegen
 
 
 def _two_over_pi(bits: int) -> int:
