@@ -83,16 +83,10 @@ def _ph_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     the first that m * 2**(E - 23) does not turn into a multiple of 4."""
     total = 400
     v = _two_over_pi(total)
-    rows = [[], [], []]
-    for E in range(-PH_OFFSET, 129):
-        s = E - 24
-        for j in range(3):
-            word = 0
-            for b in range(28):
-                i = s + 28 * j + b
-                bit = (v >> (total - i)) & 1 if i >= 1 else 0
-                word = (word << 1) | bit
-            rows[j].append(word)
+    # bits i0 .. i0 + 27 end at bit total - i0 - 27 of v; v < 2**total, so positions below 1
+    # shift out to zeros
+    rows = [[(v >> (total - (E - 24 + 28 * j) - 27)) & ((1 << 28) - 1)
+             for E in range(-PH_OFFSET, 129)] for j in range(3)]
     return tuple(np.array(r, dtype=np.float64) for r in rows)  # exact: words < 2**28
 
 
@@ -102,18 +96,17 @@ _PH0, _PH1, _PH2 = _ph_tables()
 
 def _exp_tables(n: int = 64) -> tuple[np.ndarray, np.ndarray, float, float]:
     """2**(j/n) for j < n as hi + lo float64 pairs, and ln(2)/n as hi + lo with hi's low 20
-    bits clear (k * hi is exact for |k| < 2**20): the float64 exp's table (glibc's method)."""
-    from decimal import Decimal, getcontext
-    getcontext().prec = 60
-    hi, lo = [], []
-    for j in range(n):
-        v = Decimal(2) ** (Decimal(j) / n)
-        h = float(v)
-        hi.append(h)
-        lo.append(float(v - Decimal(h)))
-    ln2n = Decimal(2).ln() / n
-    h = _clear_low_bits(float(ln2n), 20)
-    return np.array(hi), np.array(lo), h, float(ln2n - Decimal(h))
+    bits clear (k * hi is exact for |k| < 2**20): the float64 exp's table (glibc's method).
+    In 40-digit decimal arithmetic (its own context: the caller's is left alone)."""
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 40
+        ln2n = Decimal(2).ln() / n
+        vals = [(ln2n * j).exp() for j in range(n)]
+        hi = [float(v) for v in vals]
+        lo = [float(v - Decimal(h)) for v, h in zip(vals, hi)]
+        h = _clear_low_bits(float(ln2n), 20)
+        return np.array(hi), np.array(lo), h, float(ln2n - Decimal(h))
 
 
 def _clear_low_bits(x: float, bits: int) -> float:
