@@ -4,11 +4,13 @@
 
 Each workload is one function written against a NumPy-like module `m`, run as written by
 every peer that is installed: numpy (eager), numexpr (elementwise workloads), a numba kernel
-written by hand (W1, W1', W2 sum), jax.jit, CuPy (with a GPU), and tracer (`tracer.numpy` on lazy inputs made once; each call builds the
-expression and evaluates it; W5 also through tracer.jit). Every peer gets one warm-up call,
+written by hand (W1, W1', W2 sum), jax.jit, CuPy (with a GPU), and tracer (`tracer.numpy` on
+lazy inputs made once; each call builds the expression and evaluates it; W5 also through
+tracer.jit). With TRACER_BACKEND=cuda, tracer runs on the GPU beside CuPy and jax.jit there. Every peer gets one warm-up call,
 then the median of --repeat calls. Reported per row: the median, tracer's time over the
 peer's (below 1: tracer is faster), the bytes the workload must move over the median as GB/s
-and as a fraction of a 2-thread prange copy measured in the same run, and the relative error
+and as a fraction of a copy measured in the same run (a 2-thread prange copy on `cpu`, a
+device-to-device copy on `cuda`, where every call waits for the device), and the relative error
 (max |x - ref| / max |ref|) against the program run by NumPy in float64. The table goes to
 stdout and --out (bench/out/suite.md).
 """
@@ -180,18 +182,46 @@ def _cupy(w: Workload, ins):
     return run
 
 
+def _sync() -> Callable:
+    """What waits for the device: kernels on `cuda` are asynchronous."""
+    from tracer.runtime import backend
+    if backend() != "cuda":
+        return lambda: None
+    from numba import cuda
+    return cuda.synchronize
+
+
 def _tracer(w: Workload, ins):
     import tracer
     import tracer.numpy as tnp
     lazy = [tnp.asarray(i) for i in ins]
-    return lambda: tracer.evaluate(w.fn(tnp, *lazy))
+    sync = _sync()
+    return lambda: (tracer.evaluate(r := w.fn(tnp, *lazy)), sync(), r)[-1]
 
 
 def _tracer_jit(w: Workload, ins):
     import tracer
     import tracer.numpy as tnp
     f = tracer.jit(lambda *a: w.fn(tnp, *a))
-    return lambda: f(*ins)
+    sync = _sync()
+    return lambda: (r := f(*ins), sync(), r)[0]
+
+
+def device_copy_reference(nbytes: int, repeat: int) -> tuple[float, float]:
+    """Median seconds and GB/s (read + write) of a device-to-device copy of `nbytes`: the
+    bandwidth the cuda rows are measured against."""
+    from numba import cuda
+    n = nbytes // 4
+    src = cuda.to_device(numpy.ones(n, numpy.float32))
+    dst = cuda.device_array(n, numpy.float32)
+
+    def copy():
+        dst.copy_to_device(src)
+        cuda.synchronize()
+    _, med, _ = timed(copy, repeat)
+    if not (dst.copy_to_host() == 1).all():
+        raise RuntimeError("device copy reference produced a wrong result")
+    return med, 2 * n * 4 / med / 1e9
 
 
 def peers(w: Workload) -> list[tuple[str, Callable]]:
@@ -259,12 +289,17 @@ def main(argv=None) -> int:
     import tracer
     from bench.bench_foundation import machine_info
     from tracer.runtime import backend
-    src = numpy.ones(max(1, int(2**28 * args.scale)), numpy.float32)  # 1 GiB at scale 1
-    copy_s, copy_gbs = copy_reference(src, 2, args.repeat)
-    del src
+    n = max(1, int(2**28 * args.scale))  # 1 GiB of float32 at scale 1
+    if backend() == "cuda":
+        copy_s, copy_gbs = device_copy_reference(4 * n, args.repeat)
+        what = f"device-to-device copy of {n} float32"
+    else:
+        src = numpy.ones(n, numpy.float32)
+        copy_s, copy_gbs = copy_reference(src, 2, args.repeat)
+        del src
+        what = f"numba prange copy of {n} float32 on 2 threads"
     head = machine_info(backend()) + [
-        f"copy reference: numba prange copy of {int(2**28 * args.scale)} float32 on 2 threads: "
-        f"{copy_s * 1e3:.2f} ms, {copy_gbs:.1f} GB/s (read + write)", "",
+        f"copy reference: {what}: {copy_s * 1e3:.2f} ms, {copy_gbs:.1f} GB/s (read + write)", "",
         "| workload | peer | median | first call | tracer / peer | GB/s | of copy | rel. err |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     print("\n".join(head), flush=True)
