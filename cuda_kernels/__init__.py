@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 import functools
+import os
 
-from ir import Buffer
-from .executor import Program, lower, run
-from .compiler import Kernel
-from .threads import snapshot
+# Numba's OpenMP workers spin about 300000 rounds after each parallel kernel before they sleep;
+# on a small machine they then starve OpenBLAS's threads in the matmul that follows, and the
+# reverse (min-distance 4000^2: 43 -> 33 ms median, far fewer 4 ms stalls). Read by libgomp
+# when Numba first loads it; a value the user set is kept.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+from ir import Buffer  # noqa: E402
+from .executor import Program, lower, run  # noqa: E402
+from .compiler import Kernel  # noqa: E402
+from .threads import snapshot  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)
