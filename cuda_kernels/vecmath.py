@@ -41,6 +41,19 @@ def _radd(typingctx, a, b):
 
 
 @intrinsic
+def _rfma(typingctx, a, b, c):
+    """a * b + c with reassoc and contract on both steps: a block sum of products (block_sum
+    in cpu.py) may fuse each product into its add and split the sum into vector lanes."""
+    if not (a == b == c and isinstance(a, types.Float)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        flags = ("reassoc", "contract")
+        return builder.fadd(builder.fmul(args[0], args[1], flags=flags), args[2], flags=flags)
+    return a(a, b, c), codegen
+
+
+@intrinsic
 def _fma(typingctx, a, b, c):
     """a * b + c as LLVM's fmuladd: one fused instruction where the cpu has FMA (one rounding,
     never less accurate), a multiply and an add where it has not. For the helpers' polynomial
