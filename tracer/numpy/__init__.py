@@ -9,6 +9,7 @@ import numpy as _np
 
 from .. import functions as _F
 from .. import reductions as _R
+from .. import shaping as _S
 from .. import methods as _methods  # noqa: F401  (installs the operators)
 from ..array import ndarray  # noqa: F401  (tracer.numpy.ndarray is the lazy array type)
 from ..ufuncs import call_ufunc as _call_ufunc
@@ -64,6 +65,7 @@ for _mod, _names in [
          "copy concatenate stack vstack hstack where clip astype matmul dot vdot size shape ndim "
          "nonzero argwhere"),
     (_R, "sum prod max min any all mean var std argmax argmin"),
+    (_S, " ".join(_S.NAMES)),
 ]:
     for _n in _names.split():
         _LAZY[_n] = getattr(_mod, _n)
