@@ -26,7 +26,7 @@ def split(size: int, parts: int, step: int = 1) -> list[tuple[int, int]]:
 
 def run_split(fn, size: int, step: int = 1) -> None:
     """fn(lo, hi) over range(size) on every core (NumPy's loops let go of the GIL)."""
-    runs = split(size, min(os.cpu_count() or 1, -(-size // step)), step)
+    runs = split(size, max(1, min(os.cpu_count() or 1, -(-size // step))), step)
     if len(runs) <= 1:
         fn(0, size)
         return

@@ -10,6 +10,7 @@ import numpy as _np
 from .. import functions as _F
 from .. import reductions as _R
 from .. import shaping as _S
+from .. import statfuncs as _ST
 from .. import methods as _methods  # noqa: F401  (installs the operators)
 from ..array import ndarray  # noqa: F401  (tracer.numpy.ndarray is the lazy array type)
 from ..ufuncs import call_ufunc as _call_ufunc
@@ -66,6 +67,7 @@ for _mod, _names in [
          "nonzero argwhere"),
     (_R, "sum prod max min any all mean var std argmax argmin"),
     (_S, " ".join(_S.NAMES)),
+    (_ST, " ".join(_ST.NAMES)),
 ]:
     for _n in _names.split():
         _LAZY[_n] = getattr(_mod, _n)
