@@ -72,6 +72,10 @@ def test_reduction_arguments():
     check(tnp.std(tnp.asarray(H), ddof=2), numpy.std(H, ddof=2))
     check(tnp.max(tnp.asarray(H), axis=0, initial=0.5), numpy.max(H, axis=0, initial=0.5))
     check(tnp.sum(tnp.asarray(H), initial=3.0), numpy.sum(H, initial=3.0))
+    e = numpy.empty((3, 0), numpy.int16)  # nothing to reduce: the result is `initial`
+    for fn, kw in [("max", dict(axis=1, initial=5)), ("min", dict(initial=-2)),
+                   ("sum", dict(axis=1, initial=3, keepdims=True))]:
+        check(getattr(tnp, fn)(tnp.asarray(e), **kw), getattr(numpy, fn)(e, **kw))
     out_h, out_t = numpy.zeros(4), tnp.zeros(4)
     numpy.sum(H, axis=(0, 2), out=out_h)
     tnp.sum(tnp.asarray(H), axis=(0, 2), out=out_t)

@@ -81,6 +81,11 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
     if ufunc in (np.maximum, np.minimum) and n_reduced == 0 and initial is np._NoValue:
         raise ValueError(f"zero-size array to reduction operation {_NAMES[ufunc]} which has no "
                          "identity")
+    if n_reduced == 0 and initial is not np._NoValue:  # nothing to reduce: NumPy's own answer
+        with np.errstate(all="ignore"):
+            empty = ufunc.reduce(np.empty(x.shape, x.dtype), axis=axes, dtype=dtype,
+                                 keepdims=keepdims, initial=initial)
+        return _finish(ndarray._from_node(G.leaf(np.asarray(empty))), out)
     probe = np.zeros((1,) * x.ndim, x.dtype)
     res_dt = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
         ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
