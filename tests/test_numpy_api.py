@@ -70,6 +70,9 @@ def test_reduction_arguments():
     check(tnp.mean(ti, dtype=numpy.float32), numpy.mean(hi, dtype=numpy.float32), rtol=1e-6)
     check(tnp.var(tnp.asarray(H), ddof=1, axis=2), numpy.var(H, ddof=1, axis=2))
     check(tnp.std(tnp.asarray(H), ddof=2), numpy.std(H, ddof=2))
+    m = H.mean(axis=1, keepdims=True) + 0.25  # a given mean is used as it is
+    check(tnp.var(tnp.asarray(H), axis=1, mean=tnp.asarray(m)), numpy.var(H, axis=1, mean=m))
+    check(tnp.std(tnp.asarray(H), axis=1, mean=m), numpy.std(H, axis=1, mean=m))
     check(tnp.max(tnp.asarray(H), axis=0, initial=0.5), numpy.max(H, axis=0, initial=0.5))
     check(tnp.sum(tnp.asarray(H), initial=3.0), numpy.sum(H, initial=3.0))
     e = numpy.empty((3, 0), numpy.int16)  # nothing to reduce: the result is `initial`

@@ -161,10 +161,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
     if dtype is None and a.dtype.kind in "iub":
         dtype = np.dtype("f8")
-    arrmean = sum(a, axis, dtype, None, True, where=where)
-    with np.errstate(all="ignore"):
-        arrmean = ndarray._from_node(G.cast(
-            apply_ufunc(np.true_divide, (arrmean, rcount))._node, arrmean.dtype))
+    if mean is not None:  # NumPy's shortcut: the caller's mean, shaped as with keepdims
+        arrmean = _lazy(mean)
+    else:
+        arrmean = sum(a, axis, dtype, None, True, where=where)
+        with np.errstate(all="ignore"):
+            arrmean = ndarray._from_node(G.cast(
+                apply_ufunc(np.true_divide, (arrmean, rcount))._node, arrmean.dtype))
     x = apply_ufunc(np.subtract, (a, arrmean))
     if x.dtype.kind == "c":
         x = apply_ufunc(np.multiply, (x, apply_ufunc(np.conjugate, (x,))))
@@ -180,7 +183,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=np._NoValue):
-    v = var(a, axis, dtype, None, ddof, keepdims, where=where, correction=correction)
+    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
     return _finish(apply_ufunc(np.sqrt, (v,)), out)
 
 
