@@ -38,10 +38,11 @@ CASES = {
                                m.repeat(a, [1, 0, 2][:a.shape[0]] + [1] * (a.shape[0] - 3), 0)),
     "roll": lambda m, a, b: (m.roll(a, 5), m.roll(a, -1, 1), m.roll(a, (2, 9), (0, 1)),
                              m.roll(a, (1, 1), (0, 0)), m.roll(a, 0)),
-    "meshgrid": lambda m, a, b: (m.meshgrid(a[0], a[:, 0]), m.meshgrid(a[0], a[:, 0], indexing="ij"),
+    "meshgrid": lambda m, a, b: (m.meshgrid(a[0], a[:, 0]),
+                                 m.meshgrid(a[0], a[:, 0], indexing="ij"),
                                  m.meshgrid(a[0], a[:, 1], sparse=True)),
-    "split": lambda m, a, b: (m.split(a, 2, axis=1), m.array_split(a, 3, axis=1), m.split(a, [1, 3], 1),
-                              m.array_split(a, [2, 10])),
+    "split": lambda m, a, b: (m.split(a, 2, axis=1), m.array_split(a, 3, axis=1),
+                              m.split(a, [1, 3], 1), m.array_split(a, [2, 10])),
     "tril_triu": lambda m, a, b: (m.tril(a), m.tril(a, 2), m.triu(a, -1), m.triu(a, 3),
                                   m.tril(b), m.triu(b), m.tril(a[0], 1), m.triu(a[:, 0])),
     "diagonal": lambda m, a, b: (m.diagonal(a), m.diagonal(a, 2), m.diagonal(a, -1),
@@ -53,6 +54,15 @@ CASES = {
                                   m.tensordot(a, a, ([1], [1])), m.tensordot(a, a, 0)),
     "inner": lambda m, a, b: (m.inner(a, a), m.inner(a[0], a[1]), m.inner(a, a[0, 0])),
     "kron": lambda m, a, b: (m.kron(a, a[:2, :2]), m.kron(a[0], a[:2]), m.kron(a, 3)),
+    "pad": lambda m, a, b: tuple(m.pad(a, pw, mode) for mode in ("constant", "edge", "wrap",
+                                                                  "reflect", "symmetric")
+                                 for pw in (1, ((0, 2), (2, 1)))) +
+    (m.pad(a, ((1, 2), (3, 0)), constant_values=((7, 8), (9, 10))),
+     m.pad(b, 1, constant_values=True)),
+    "take_along_axis": lambda m, a, b: (
+        m.take_along_axis(a, (m.arange(a.size).reshape(a.shape) * 7) % a.shape[1], 1),
+        m.take_along_axis(a, m.arange(2 * a.shape[1]).reshape(2, -1) % 3, 0),
+                                        m.take_along_axis(a, m.asarray([5, 0]), None)),
     "take": lambda m, a, b: (m.take(a, [3, 0, 0]), m.take(a, [[1, 2], [0, 0]], axis=1),
                              m.take(a, 2, axis=0)),
 }
@@ -71,7 +81,18 @@ def test_creation_helpers_match_numpy():
         check(np.tri(*args), numpy.tri(*args))
     check(np.tri(3, 4, dtype=int), numpy.tri(3, 4, dtype=int))
     check(np.indices((2, 3, 4)), numpy.indices((2, 3, 4)))
-    check(np.indices((2, 3), dtype=numpy.int8, sparse=True), numpy.indices((2, 3), numpy.int8, True))
+    check(np.indices((2, 3), dtype=numpy.int8, sparse=True),
+          numpy.indices((2, 3), numpy.int8, True))
+
+
+def test_pad_beyond_one_reflection_and_other_modes_run_numpy():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fallback warns once per call site
+        check(np.pad(np.asarray(H), 7, "reflect"), numpy.pad(H, 7, "reflect"))
+        check(np.pad(np.asarray(H), 2, "linear_ramp"), numpy.pad(H, 2, "linear_ramp"))
+    with pytest.raises(ValueError):
+        np.pad(np.asarray(H), -1)
 
 
 def test_take_with_lazy_indices():
@@ -101,6 +122,7 @@ def test_building_evaluates_nothing():
     x = np.asarray(H)
     before = tracer.stats().evaluations
     outs = [np.tile(x, 2), np.roll(x, 3), np.tril(x), np.diag(x), np.kron(x, x[:2]),
-            np.tensordot(x, x.T, 1), np.repeat(x, 2, 0), np.split(x, 2)[1], np.meshgrid(x[0], x[1])[0]]
+            np.tensordot(x, x.T, 1), np.repeat(x, 2, 0), np.split(x, 2)[1],
+            np.meshgrid(x[0], x[1])[0], np.pad(x, 2, "reflect")]
     assert tracer.stats().evaluations == before
     assert all(isinstance(o, np.ndarray) for o in outs)

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .array import ndarray, proxy, traced
-from .functions import (_lazy, arange, concatenate, expand_dims, matmul, moveaxis, ravel,
-                        transpose, where)
+from .functions import (_lazy, arange, concatenate, expand_dims, flip, full, matmul, moveaxis,
+                        ravel, transpose, where)
 from .runtime import fallback_call
 
 
@@ -123,6 +123,69 @@ def indices(dimensions, dtype=int, sparse=False):
     if not parts:
         return _lazy(np.empty((0,), dtype))
     return concatenate([p._broadcast_view(dims).reshape((1,) + dims) for p in parts], 0)
+
+
+_PAD_MODES = ("constant", "empty", "edge", "wrap", "reflect", "symmetric")
+
+
+@traced
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Axis by axis, as NumPy pads (so corners come from the last axis), by concatenating
+    constant blocks or slices of the array. Other modes, their options (stat_length,
+    reflect_type="odd", ...) and widths past what one reflection or wrap covers run NumPy."""
+    from numpy.lib._arraypad_impl import _as_pairs  # NumPy's own pad_width rules and errors
+    a = _lazy(array)
+    widths = _as_pairs(pad_width, a.ndim, as_index=True)
+    simple = mode in _PAD_MODES and set(kwargs) <= ({"constant_values"} if mode == "constant"
+                                                    else set())
+    for ax, (lo, hi) in enumerate(widths):
+        n = a.shape[ax]
+        limit = {"edge": n, "wrap": n, "symmetric": n, "reflect": n - 1}.get(mode, 1 << 62)
+        if (lo or hi) and (n == 0 and mode not in ("constant", "empty") or
+                           mode not in ("constant", "empty", "edge") and max(lo, hi) > limit):
+            simple = False
+    if not simple:
+        return fallback_call("pad", np.pad, (a, pad_width, mode), kwargs)
+    values = _as_pairs(kwargs.get("constant_values", 0), a.ndim)
+    x = a
+    for ax, ((lo, hi), (vlo, vhi)) in enumerate(zip(widths, values)):
+        n = x.shape[ax]
+        side = lambda w: x.shape[:ax] + (int(w),) + x.shape[ax + 1:]  # noqa: E731
+        if mode in ("constant", "empty"):
+            left, right = full(side(lo), vlo, x.dtype), full(side(hi), vhi, x.dtype)
+        elif mode == "edge":
+            left = _take_axis(x, slice(0, 1), ax)._broadcast_view(side(lo))
+            right = _take_axis(x, slice(n - 1, n), ax)._broadcast_view(side(hi))
+        elif mode == "wrap":
+            left, right = _take_axis(x, slice(n - lo, n), ax), _take_axis(x, slice(0, hi), ax)
+        elif mode == "reflect":
+            left = flip(_take_axis(x, slice(1, lo + 1), ax), ax)
+            right = flip(_take_axis(x, slice(n - 1 - hi, n - 1), ax), ax)
+        else:  # symmetric
+            left = flip(_take_axis(x, slice(0, lo), ax), ax)
+            right = flip(_take_axis(x, slice(n - hi, n), ax), ax)
+        if lo or hi:
+            x = concatenate([left, x, right], ax)
+    return x if x is not a else a.copy()
+
+
+@traced
+def take_along_axis(arr, indices, axis=-1):
+    a = _lazy(arr)
+    idx = indices if isinstance(indices, ndarray) else np.asarray(indices)
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        return ravel(a)[idx]
+    axis = normalize_axis_index(axis, a.ndim)
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise IndexError("`indices` must be an integer array")
+    if a.ndim != idx.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    ones = (1,) * a.ndim
+    key = tuple(idx if d == axis else np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
+                for d, n in enumerate(a.shape))
+    return a[key]
 
 
 # ------------------------------------------------------------------ splitting
@@ -284,5 +347,6 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return _take_axis(a, indices, normalize_axis_index(axis, a.ndim))
 
 
-NAMES = ("atleast_3d dstack column_stack tile repeat roll meshgrid indices array_split split "
+NAMES = ("atleast_3d dstack column_stack tile repeat roll meshgrid indices pad take_along_axis "
+         "array_split split "
          "tri tril triu diagonal diag trace outer tensordot inner kron take").split()
