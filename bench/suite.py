@@ -6,8 +6,8 @@ Each workload is one function written against a NumPy-like module `m`, run as wr
 every peer that is installed: numpy (eager), numexpr (elementwise workloads), a numba kernel
 written by hand (W1, W1', W2 sum), jax.jit, CuPy (with a GPU), and tracer (`tracer.numpy` on
 lazy inputs made once; each call builds the expression and evaluates it; W5 also through
-tracer.jit). With TRACER_BACKEND=cuda, tracer runs on the GPU beside CuPy and jax.jit there. Every peer gets one warm-up call,
-then the median of --repeat calls. Reported per row: the median, tracer's time over the
+tracer.jit). With TRACER_BACKEND=cuda, tracer runs on the GPU beside CuPy and jax.jit there.
+Every peer gets one warm-up call, then the median of --repeat calls. Reported per row: the median, tracer's time over the
 peer's (below 1: tracer is faster), the bytes the workload must move over the median as GB/s
 and as a fraction of a copy measured in the same run (a 2-thread prange copy on `cpu`, a
 device-to-device copy on `cuda`, where every call waits for the device), and the relative error

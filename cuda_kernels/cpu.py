@@ -22,7 +22,8 @@ FULL_CHUNK = 16384  # a full reduction's chunk: fewer, longer vector loops (sum(
 HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
-from cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2, _bits_f64, _f64_bits, _fma, _radd, _rfma
+from cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2
+from cuda_kernels.vecmath import _bits_f64, _f64_bits, _fma, _radd, _rfma
 _ix = np.uint64
 """
 
@@ -210,8 +211,6 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
     def red_loops(ind: str, first: tuple[str, str] | None) -> list[str]:
         """The reduced loops with the producer and the accumulate step, at indent ind; `first`
         bounds the first reduced axis (a chunk of a full reduction)."""
-        stmts: list[str] = []
-        v = em.emit(src, tuple(j), stmts, {})
         out: list[str] = []
         for pos, k in enumerate(redax):
             last = pos == len(redax) - 1
@@ -225,6 +224,8 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
                 return out + block_sum(ind, j[k], lo, hi, em, src, tuple(j), acc_t)
             out.append(f"{ind}for {j[k]} in range({lo}, {hi}):")
             ind += "    "
+        stmts: list[str] = []  # a blocked sum emits its own (block_sum)
+        v = em.emit(src, tuple(j), stmts, {})
         out += [ind + s for s in stmts]
         if is_arg:
             out += [f"{ind}if {_better(red, v, 'acc')}:", f"{ind}    acc = {v}",

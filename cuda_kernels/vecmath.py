@@ -107,24 +107,15 @@ PH_OFFSET = 16  # exponents from -16 on: every |x| >= 2**-16 has a row (the help
 _PH0, _PH1, _PH2 = _ph_tables()
 
 
-def _exp_tables(n: int = 64) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """2**(j/n) for j < n as hi + lo float64 pairs, and ln(2)/n as hi + lo with hi's low 20
-    bits clear (k * hi is exact for |k| < 2**20): the float64 exp's table (glibc's method).
+def _exp_tables(n: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """2**(j/n) for j < n as hi + lo float64 pairs: the float64 exp's table (glibc's method).
     In 40-digit decimal arithmetic (its own context: the caller's is left alone)."""
     from decimal import Decimal, localcontext
     with localcontext() as ctx:
         ctx.prec = 40
-        ln2n = Decimal(2).ln() / n
-        vals = [(ln2n * j).exp() for j in range(n)]
+        vals = [((Decimal(2).ln() / n) * j).exp() for j in range(n)]
         hi = [float(v) for v in vals]
-        lo = [float(v - Decimal(h)) for v, h in zip(vals, hi)]
-        h = _clear_low_bits(float(ln2n), 20)
-        return np.array(hi), np.array(lo), h, float(ln2n - Decimal(h))
+        return np.array(hi), np.array([float(v - Decimal(h)) for v, h in zip(vals, hi)])
 
 
-def _clear_low_bits(x: float, bits: int) -> float:
-    i = np.array([x]).view(np.int64)[0] & ~((1 << bits) - 1)
-    return float(np.array([i], np.int64).view(np.float64)[0])
-
-
-_EXP_HI, _EXP_LO, LN2N_HI, LN2N_LO = _exp_tables()
+_EXP_HI, _EXP_LO = _exp_tables()

@@ -10,6 +10,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
+from ir.scalar_lib import HELPERS
 
 F32 = ["exp", "log", "log2", "log10", "sin", "cos", "tanh"]
 F64 = ["exp", "log"]
@@ -121,3 +122,15 @@ def test_full_range_sin_cos_in_loops_that_are_not_flat(name, x32):
         rounded = getattr(numpy, name)(h.T.astype(numpy.float64)).astype(numpy.float32)
     assert f"_v{name}32(" in tracer.explain(getattr(np, name)(np.asarray(h).T)).kernels[0].source
     assert ulps(got, rounded).max() <= 1
+
+
+def test_float64_exp_constants():
+    """_vexp64's ln(2)/64 split: hi has its low 20 bits clear (k * hi exact for |k| < 2**20)
+    and hi + lo is ln(2)/64 to far below float64's precision."""
+    from decimal import Decimal, localcontext
+    hi, lo = 0.010830424695086549, 1.162596423439437e-12
+    assert f"_fma(k, -{lo!r}, _fma(k, -{hi!r}, dc))" in HELPERS["_vexp64"]
+    assert numpy.array([hi]).view(numpy.int64)[0] & ((1 << 20) - 1) == 0
+    with localcontext() as ctx:
+        ctx.prec = 40
+        assert abs(Decimal(hi) + Decimal(lo) - Decimal(2).ln() / 64) < Decimal(1e-28)
