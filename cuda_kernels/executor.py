@@ -9,6 +9,7 @@ import numpy as np
 
 from ir import Buffer, Node, Slot, toposort
 from ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
+from ir import library_ops
 from ir.registry import OPS, fusion_outputs
 from ir.stats import STATS
 from . import backends
@@ -19,7 +20,7 @@ from .cpu import is_flat
 from .emit import Emitter
 from .tiled import run_tiled
 
-LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter")
+LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter") + library_ops.NAMES
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
 
 

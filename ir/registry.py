@@ -533,3 +533,6 @@ def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:
         info = np.iinfo(dtype)
         return int(info.min if ident == "-inf" else info.max)
     return ident
+
+
+from . import library_ops  # noqa: E402,F401  (registers the library ops)

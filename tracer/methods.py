@@ -6,6 +6,7 @@ import numpy as np
 from . import functions as F
 from . import graph as G
 from . import reductions as R
+from . import building, einsum, sorting
 from .array import ndarray, proxy, traced
 from .indexing import getitem, setitem
 from .ufuncs import apply_ufunc, call_ufunc
@@ -178,3 +179,7 @@ ndarray.round = lambda self, decimals=0, out=None: _fallback_method(self, "round
 ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
     else _fallback_method(self, "round")(ndigits or 0)
 ndarray.nonzero = lambda self: F.nonzero(self)
+
+for _mod in (sorting, building, einsum):
+    for _n, _fn in _mod.METHODS.items():
+        setattr(ndarray, _n, _fn)

@@ -11,6 +11,9 @@ from .. import functions as _F
 from .. import reductions as _R
 from .. import shaping as _S
 from .. import statfuncs as _ST
+from .. import sorting as _SO
+from .. import building as _B
+from .. import einsum as _E
 from .. import methods as _methods  # noqa: F401  (installs the operators)
 from ..array import ndarray  # noqa: F401  (tracer.numpy.ndarray is the lazy array type)
 from ..ufuncs import call_ufunc as _call_ufunc
@@ -68,11 +71,15 @@ for _mod, _names in [
     (_R, "sum prod max min any all mean var std argmax argmin"),
     (_S, " ".join(_S.NAMES)),
     (_ST, " ".join(_ST.NAMES)),
+    (_SO, " ".join(_SO.NAMES)),
+    (_B, " ".join(_B.NAMES)),
+    (_E, " ".join(_E.NAMES)),
 ]:
     for _n in _names.split():
         _LAZY[_n] = getattr(_mod, _n)
 _LAZY.update(amax=_R.max, amin=_R.min, concat=_F.concatenate)
 globals().update(_LAZY)
+from . import linalg, random  # noqa: E402,F401
 
 # constants and types come straight from NumPy
 from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  # noqa: E402,F401

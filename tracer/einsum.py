@@ -1,0 +1,5 @@
+"""einsum (being written)."""
+from __future__ import annotations
+
+NAMES: tuple[str, ...] = ()
+METHODS: dict = {}
