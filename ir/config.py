@@ -21,6 +21,8 @@ class Config:
     compile_workers: int = field(  # -1: the cpu count (at most 8); 0: compile in this process
         default_factory=lambda: int(os.environ.get("TRACER_COMPILE_WORKERS", "-1") or -1))
     eager: bool = field(default_factory=lambda: os.environ.get("TRACER_EAGER", "") == "1")
+    check_nans: bool = field(
+        default_factory=lambda: os.environ.get("TRACER_CHECK_NANS", "") == "1")
     flush_nodes: int = 20000      # a pending graph past this many nodes is evaluated
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
 

@@ -17,6 +17,7 @@ import numpy as np
 from cuda_kernels import snapshot
 from ir import Node
 from ir.config import CONFIG
+from . import debug
 from . import graph as G
 
 _PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
@@ -48,12 +49,15 @@ def traced(fn):
     import time as _time
     from ir.stats import STATS
 
+    name = fn.__name__
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if _depth[0]:
             return fn(*args, **kwargs)
         _depth[0] = 1
         t0 = _time.perf_counter()
+        debug.CURRENT[0] = debug.caller_site(name)
         try:
             return fn(*args, **kwargs)
         except Exception as e:
@@ -61,6 +65,7 @@ def traced(fn):
             raise
         finally:
             _depth[0] = 0
+            debug.CURRENT[0] = None
             STATS.trace_s += _time.perf_counter() - t0
     return wrapper
 
@@ -71,12 +76,16 @@ class Var:
     __slots__ = ("node", "version", "__weakref__")
 
     def __init__(self, node: Node):
+        if node.op != "input":
+            node = debug.recorded(node)
         self.node = node
         self.version = 0
         if node.op != "input":
             _note_pending(self)
 
     def assign(self, node: Node) -> None:
+        if node.op != "input":
+            node = debug.recorded(node)
         self.node = node
         self.version += 1
         if node.op != "input":
@@ -208,7 +217,9 @@ def write_through(base: Node, steps: tuple, region: Node) -> Node:
 class ndarray:
     """A lazy array: shape, dtype, ndim, size, nbytes and T never evaluate."""
 
-    __slots__ = ("_var", "_view", "_memo", "__weakref__")
+    # _arr0: set on a 0-d array the user built (np.array(5.)); any other 0-d result stands for
+    # the NumPy scalar NumPy returns there, and its repr is that scalar's
+    __slots__ = ("_var", "_view", "_memo", "_arr0", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, var: Var, view: View | None = None):
@@ -360,7 +371,9 @@ class ndarray:
         return self.__array__().item(*args)
 
     def __repr__(self) -> str:
-        return repr(self.__array__()).replace("array(", "array(", 1)
+        if self.ndim == 0 and not getattr(self, "_arr0", False):
+            return repr(self.__array__()[()])
+        return repr(self.__array__())
 
     def __str__(self) -> str:
         return str(self.__array__())

@@ -38,6 +38,7 @@ def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=N
         out = ndarray(Var(G.leaf(snapshot(_host(obj), dtype))))
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
+    out._arr0 = True  # a 0-d array prints as one, not as the scalar a reduction gives
     return out
 
 
@@ -46,7 +47,9 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         if dtype is None or np.dtype(dtype) == a.dtype:
             return a
         return a.astype(dtype)
-    return ndarray(Var(G.leaf(snapshot(_host(a), dtype))))
+    out = ndarray(Var(G.leaf(snapshot(_host(a), dtype))))
+    out._arr0 = True
+    return out
 
 
 def _host(obj):

@@ -1,7 +1,6 @@
 """Materialization: optimize, lower to kernels, run; plus explain() and the NumPy fallback."""
 from __future__ import annotations
 
-import os
 import sys
 import time
 import warnings
@@ -15,7 +14,7 @@ from ir import Node, format_graph, make, toposort
 from ir.config import CONFIG
 from ir.stats import STATS
 from cuda_kernels.executor import PeakMeter
-from . import budget, plans
+from . import budget, debug, plans
 from .array import Var, ndarray, pending_vars, apply_step_numpy
 
 
@@ -24,19 +23,7 @@ class TracerFallbackWarning(UserWarning):
 
 
 _FALLBACK_SITES: dict[tuple[str, str, int], int] = {}
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OUR_DIRS = tuple(os.path.join(_PKG_DIR, d) + os.sep for d in ("tracer", "ir", "opt", "cuda_kernels"))
-
-
-def user_frame():
-    """The innermost frame outside tracer's own packages and NumPy's dispatch."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_OUR_DIRS) and os.sep + "numpy" + os.sep not in fn:
-            return f
-        f = f.f_back
-    return sys._getframe(1)
+user_frame = debug.user_frame
 
 
 def backend() -> str:
@@ -87,15 +74,17 @@ def execute(roots: list[Node]) -> list:
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
     STATS.plan_cache_hits += res is None
-    limit = budget.active()
-    if limit is not None and program.peak_bytes > limit.limit:
-        bufs = budget.run_split(roots, program, limit, backend(), execute)
-    elif limit is not None:
-        meter = PeakMeter()
-        bufs = cuda_kernels.run(program, bind, meter)
-        STATS.planned_peak_bytes, STATS.measured_peak_bytes = program.peak_bytes, meter.peak
-    else:
-        bufs = cuda_kernels.run(program, bind)
+    _RUNNING[0] += 1
+    try:
+        bufs = _run(roots, program, bind)
+    except Exception as e:
+        if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
+            debug.locate_error(roots, e)
+        raise
+    finally:
+        _RUNNING[0] -= 1
+    if CONFIG.check_nans and not _RUNNING[0]:
+        debug.check_outputs(roots, [cuda_kernels.to_host(b) for b in bufs])
     if CONFIG.debug >= 1:
         how = "cached plan" if res is None else "new plan"
         spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
@@ -115,6 +104,21 @@ def execute(roots: list[Node]) -> list:
         for k in program.kernels:
             print(f"[tracer] kernel {k.name}\n{k.source}", file=sys.stderr)
     return bufs
+
+
+_RUNNING = [0]  # nesting of execute(): a budget runs chunks through it
+
+
+def _run(roots: list[Node], program, bind) -> list:
+    limit = budget.active()
+    if limit is not None and program.peak_bytes > limit.limit:
+        return budget.run_split(roots, program, limit, backend(), execute)
+    if limit is not None:
+        meter = PeakMeter()
+        bufs = cuda_kernels.run(program, bind, meter)
+        STATS.planned_peak_bytes, STATS.measured_peak_bytes = program.peak_bytes, meter.peak
+        return bufs
+    return cuda_kernels.run(program, bind)
 
 
 def evaluate(*arrays):

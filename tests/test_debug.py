@@ -1,0 +1,131 @@
+"""Errors at the user's line, TRACER_EAGER, TRACER_CHECK_NANS, errstate, coverage_report."""
+from __future__ import annotations
+
+import sys
+import traceback
+import warnings
+
+import numpy
+import pytest
+
+import tracer
+import tracer.numpy as tnp
+from ir.config import context
+
+HERE = __file__
+
+
+def last_frame(excinfo) -> traceback.FrameSummary:
+    return traceback.extract_tb(excinfo.tb)[-1]
+
+
+def line_of(marker: str) -> int:
+    """The line of this file that holds `marker` (after the marker comment's `#`)."""
+    with open(HERE) as f:
+        for k, text in enumerate(f, 1):
+            if text.rstrip().endswith("# " + marker):
+                return k
+    raise AssertionError(marker)
+
+
+def test_out_of_bounds_computed_index_reports_the_users_line():
+    a = tnp.arange(10.0)
+    i = tnp.arange(5) * 3
+    b = a[i] + 1  # oob-line
+    with pytest.raises(IndexError, match="index 12 is out of bounds") as info:
+        print(b)
+    frame = last_frame(info)
+    assert frame.filename == HERE and frame.lineno == line_of("oob-line")
+    assert any("gather" in n and f"{HERE}:{line_of('oob-line')}" in n
+               for n in info.value.__notes__)
+
+
+def test_data_dependent_error_in_a_longer_program_reports_its_line():
+    x = tnp.asarray(numpy.array([1, 2, 3]))
+    e = tnp.asarray(numpy.array([1, -1, 2]))
+    y = x * 2
+    z = tnp.power(y, e)  # power-line
+    w = z.sum() + 1
+    with pytest.raises(ValueError, match="Integers to negative integer powers") as info:
+        int(w)
+    assert last_frame(info).lineno == line_of("power-line")
+
+
+def test_eager_mode_runs_each_op_at_once():
+    with context(eager=True):
+        a = tnp.arange(6.0).reshape(2, 3)
+        b = a * 2 + 1
+        assert b._var.node.op == "input"  # already a value
+        numpy.testing.assert_array_equal(numpy.asarray(b.sum(axis=0)),
+                                         (numpy.arange(6.0).reshape(2, 3) * 2 + 1).sum(axis=0))
+        i = tnp.asarray(numpy.array([0, 7]))
+        with pytest.raises(IndexError) as info:
+            a.ravel()[i]  # eager-oob
+        assert any(f.filename == HERE and f.lineno == line_of("eager-oob")
+                   for f in traceback.extract_tb(info.tb))
+
+
+def test_eager_mode_issues_numpys_warnings_at_the_line():
+    with context(eager=True), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        z = tnp.zeros(3)
+        r = 1.0 / z  # divide-line
+    numpy.testing.assert_array_equal(numpy.asarray(r), numpy.full(3, numpy.inf))
+    rw = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert rw and "divide by zero" in str(rw[0].message)
+    assert rw[0].filename == HERE and rw[0].lineno == line_of("divide-line")
+
+
+def test_errstate_raise_raises_at_the_line_and_only_inside_the_block():
+    a = tnp.arange(3.0)
+    with tnp.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            1.0 / a
+        ok = a + 1  # no error: runs at once and is a value
+    numpy.testing.assert_array_equal(numpy.asarray(ok), numpy.arange(3.0) + 1)
+    later = 1.0 / a  # lazy again, and NumPy's default state only warns
+    assert later._var.node.op != "input"
+    with numpy.errstate(divide="ignore"):
+        numpy.testing.assert_array_equal(numpy.asarray(later), 1.0 / numpy.arange(3.0))
+
+
+def test_check_nans_finds_the_first_op_that_made_one():
+    a = tnp.arange(5.0) - 2
+    b = tnp.sqrt(a) * 2  # sqrt-line
+    c = b + 1
+    with context(check_nans=True):
+        with pytest.raises(FloatingPointError, match="nan.*sqrt") as info:
+            float(c.sum())
+    assert last_frame(info).lineno == line_of("sqrt-line")
+
+
+def test_check_nans_ignores_nans_that_came_in_with_the_data():
+    h = numpy.array([1.0, numpy.nan, 3.0])
+    with context(check_nans=True):
+        r = tnp.asarray(h) * 2 + 1
+        numpy.testing.assert_array_equal(numpy.asarray(r), h * 2 + 1)
+
+
+def test_coverage_report_names_the_function_and_the_line():
+    a = tnp.arange(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tnp.gradient(a)  # fallback-line
+    assert f"gradient  at {HERE}:{line_of('fallback-line')}" in tracer.coverage_report()
+
+
+def test_zero_d_results_print_as_numpys_scalars():
+    a = tnp.arange(6.0).reshape(2, 3)
+    h = numpy.arange(6.0).reshape(2, 3)
+    assert repr(a.sum()) == repr(h.sum())
+    assert repr([a.max(), a[0, 1]]) == repr([h.max(), h[0, 1]])
+    assert repr(tnp.array(5.0)) == repr(numpy.array(5.0))
+
+
+def test_errors_while_tracing_keep_tracers_frames_out_of_the_tail():
+    a = tnp.ones((2, 3))
+    with pytest.raises(ValueError) as info:
+        a.reshape(4, 2)  # reshape-line
+    mine = [f for f in traceback.extract_tb(info.tb) if f.filename == HERE]
+    assert mine[-1].lineno == line_of("reshape-line")
+    assert sys.exc_info()[0] is None

@@ -1,0 +1,251 @@
+"""Call sites, errors at the user's line, TRACER_EAGER and TRACER_CHECK_NANS.
+
+Every user-level call records where it was made (`Site`), and the nodes it produces remember it
+(`SITES`, weak: a node's entry dies with the node). An error raised while a lazy graph runs is
+traced back to the op that caused it by running the unoptimized graph again, op by op, with
+NumPy (only on that error path); it is then raised again from the user's line of that op, with a
+note naming the op. Eager mode (TRACER_EAGER=1, or any op recorded under an `np.errstate` that
+raises) runs each op with NumPy as it is recorded, so errors and NumPy's floating-point warnings
+surface at the line itself.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ir import Node, toposort
+from ir.config import CONFIG
+from ir.interp import apply_ref, eval_node
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OUR_DIRS = tuple(os.path.join(_PKG_DIR, d) + os.sep for d in ("tracer", "ir", "opt", "cuda_kernels"))
+_NUMPY_PART = os.sep + "numpy" + os.sep
+_INTERNAL: dict[str, bool] = {}
+
+
+def internal(filename: str) -> bool:
+    """Whether a frame of this file belongs to tracer or to NumPy's dispatch (cached)."""
+    r = _INTERNAL.get(filename)
+    if r is None:
+        fn = os.path.abspath(filename)
+        r = _INTERNAL[filename] = fn.startswith(_OUR_DIRS) or _NUMPY_PART in fn
+    return r
+
+
+def user_frame(depth: int = 1):
+    """The innermost frame outside tracer's packages and NumPy's dispatch."""
+    f = start = sys._getframe(depth + 1)
+    while f is not None and internal(f.f_code.co_filename):
+        f = f.f_back
+    return f if f is not None else start
+
+
+class Site:
+    """Where the user called tracer: file, line, the entry point called, and the caller's
+    globals (where NumPy's warnings registry lives)."""
+
+    __slots__ = ("file", "line", "func", "module")
+
+    def __init__(self, file: str, line: int, func: str, module: dict):
+        self.file, self.line, self.func, self.module = file, line, func, module
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+CURRENT: list[Site | None] = [None]   # the user call being recorded (set by array.traced)
+SITES: "weakref.WeakKeyDictionary[Node, Site]" = weakref.WeakKeyDictionary()
+
+
+def caller_site(func: str) -> Site:
+    f = user_frame(2)
+    return Site(f.f_code.co_filename, f.f_lineno, func, f.f_globals)
+
+
+# NumPy's error state lives in a context variable whose value is replaced by errstate/seterr;
+# whether it raises is cached per value
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERR_VAR
+except ImportError:  # pragma: no cover - a NumPy without it: ask geterr every time
+    _ERR_VAR = None
+_RAISING: dict[int, tuple[Any, bool]] = {}
+
+
+def errstate_raises() -> bool:
+    if _ERR_VAR is None:
+        return "raise" in np.geterr().values()
+    obj = _ERR_VAR.get()
+    hit = _RAISING.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        hit = _RAISING[id(obj)] = (obj, "raise" in np.geterr().values())
+    return hit[1]
+
+
+def recorded(node: Node) -> Node:
+    """The value a base variable takes for a node just recorded: the node itself, with its call
+    site noted, or (eager mode) a leaf holding its value."""
+    site = CURRENT[0]
+    if site is not None:
+        SITES.setdefault(node, site)
+    if CONFIG.eager or errstate_raises():
+        return run_now(node, site)
+    return node
+
+
+# ------------------------------------------------------------------ running op by op
+
+def _host(n: Node):
+    import cuda_kernels
+    return cuda_kernels.to_host(n.attr("buf"))
+
+
+def _nonfinite(x) -> str | None:
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc" or x.size == 0:
+        return None
+    with np.errstate(all="ignore"):
+        if np.isnan(x).any():
+            return "nan"
+        if np.isinf(x).any():
+            return "inf"
+    return None
+
+
+def run_now(node: Node, site: Site | None) -> Node:
+    """Compute `node` with NumPy at once (its inputs are leaves or nodes of the same call), under
+    the caller's error state; NumPy's warnings are re-issued at the user's line."""
+    from . import graph as G
+    vals: dict[int, Any] = {}
+    state = np.geterr()
+    for n in toposort([node]):
+        if n.op == "input":
+            vals[id(n)] = _host(n)
+            continue
+        args = [vals[id(i)] for i in n.inputs]
+        with warnings.catch_warnings(record=True) as caught, np.errstate(**state):
+            warnings.simplefilter("always")
+            vals[id(n)] = apply_ref(n, args)
+        for w in caught:
+            _warn_at(w, site)
+        if CONFIG.check_nans:
+            _check_made(n, vals[id(n)], args, site)
+    return G.leaf(np.asarray(vals[id(node)]))
+
+
+def _warn_at(w: warnings.WarningMessage, site: Site | None) -> None:
+    if site is None:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return
+    reg = site.module.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(w.message, w.category, site.file, site.line,
+                           module=site.module.get("__name__"), registry=reg)
+
+
+def _check_made(n: Node, value, args, site: Site | None) -> None:
+    """Raise FloatingPointError at the op's line if it made a NaN or inf from finite inputs."""
+    kind = _nonfinite(value)
+    if kind is not None and not any(_nonfinite(a) for a in args):
+        what = "invalid value (nan)" if kind == "nan" else "overflow or divide by zero (inf)"
+        err = FloatingPointError(f"{what} encountered in {n.op} (TRACER_CHECK_NANS)")
+        if site is None:
+            raise err
+        raise_at(err, site, n.op)
+
+
+# ------------------------------------------------------------------ errors found at evaluation
+
+def site_of(n: Node, order: list[Node]) -> Site | None:
+    """n's own call site, else that of the nearest node reading it (n was built inside one
+    user call, as part of its result)."""
+    from ir.node import users
+    site = SITES.get(n)
+    if site is not None:
+        return site
+    use = users(order)
+    frontier, seen = [n], {id(n)}
+    while frontier:
+        nxt = []
+        for m in frontier:
+            for u in use.get(id(m), ()):
+                s = SITES.get(u)
+                if s is not None:
+                    return s
+                if id(u) not in seen:
+                    seen.add(id(u))
+                    nxt.append(u)
+        frontier = nxt
+    return None
+
+
+def replay(roots: list[Node], stop) -> tuple[Node, list[Node]] | None:
+    """Run the graph op by op with NumPy; the first node for which stop(node, value, args) is
+    true or which raises `stop` (an exception type), with the order."""
+    order = toposort(roots)
+    last = {id(i): k for k, n in enumerate(order) for i in n.inputs}
+    vals: dict[int, Any] = {}
+    for k, n in enumerate(order):
+        args = [vals[id(i)] for i in n.inputs]
+        if n.op == "input":
+            vals[id(n)] = _host(n)
+        elif isinstance(stop, type):
+            try:
+                vals[id(n)] = eval_node(n, args)
+            except stop:
+                return n, order
+        else:
+            vals[id(n)] = eval_node(n, args)
+            if stop(n, vals[id(n)], args):
+                return n, order
+        for i in n.inputs:
+            if last.get(id(i)) == k:
+                vals.pop(id(i), None)
+    return None
+
+
+def locate_error(roots: list[Node], exc: BaseException) -> None:
+    """Raise `exc` again from the user's line of the op that raised it, if a replay finds it."""
+    if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
+        return
+    try:
+        found = replay(roots, type(exc))
+    except Exception:
+        return
+    if found is not None:
+        n, order = found
+        site = site_of(n, order)
+        if site is not None:
+            raise_at(exc, site, n.op)
+
+
+def check_outputs(roots: list[Node], values: list) -> None:
+    """TRACER_CHECK_NANS: if an output holds NaN or inf, find the first op that made one from
+    finite inputs and raise FloatingPointError at its line."""
+    if not any(_nonfinite(v) for v in values):
+        return
+    made = []
+
+    def stop(n, v, args):
+        if n.op in ("const", "fusion") or _nonfinite(v) is None or \
+                any(_nonfinite(a) for a in args):
+            return False
+        made.append((v, args))
+        return True
+    found = replay(roots, stop)
+    if found is not None:
+        n, order = found
+        _check_made(n, *made[0], site_of(n, order))
+
+
+def raise_at(exc: BaseException, site: Site, op: str):
+    """Raise exc from a frame at the user's line, so the traceback ends there."""
+    exc.add_note(f"tracer: raised by `{op}`, recorded at {site} ({site.func})")
+    code = compile("\n" * (site.line - 1) + "raise __tracer_error__", site.file, "exec")
+    code = code.replace(co_name=f"<tracer: {op} recorded here>")
+    if CONFIG.debug < 1:
+        exc = exc.with_traceback(None)  # tracer's own frames only with TRACER_DEBUG
+    exec(code, {"__tracer_error__": exc})
