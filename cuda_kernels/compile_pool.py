@@ -30,6 +30,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from ir.config import CONFIG
 from ir.stats import STATS
 from .compiler import Kernel, cache_dir
+from .progress import Bar
 
 _POOL: ProcessPoolExecutor | None = None
 _POOL_SIZE = 0
@@ -120,17 +121,20 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
     # the two meet, this process compiles a job already handed to a worker rather than wait
     # for it (that worker may still be starting); a job a worker finished is loaded.
     futures = [(k, sig, _submit(k, sig)) for k, sig in missing]
-    for k, sig, f in reversed(futures):
-        if f.done():
-            finish(be, k, sig, f)
-            continue
-        f.cancel()  # dropped from the queue if no worker has it yet
-        t1 = time.perf_counter()
-        k.fn.compile(sig)
-        STATS.kernels_compiled += 1
-        if CONFIG.debug >= 1:
-            print(f"[tracer] compiled {k.name} here in {time.perf_counter() - t1:.2f} s",
-                  file=sys.stderr)
+    with Bar(len(futures)) as bar:
+        for k, sig, f in reversed(futures):
+            if f.done():
+                finish(be, k, sig, f)
+                bar.step()
+                continue
+            f.cancel()  # dropped from the queue if no worker has it yet
+            t1 = time.perf_counter()
+            k.fn.compile(sig)
+            STATS.kernels_compiled += 1
+            bar.step()
+            if CONFIG.debug >= 1:
+                print(f"[tracer] compiled {k.name} here in {time.perf_counter() - t1:.2f} s",
+                      file=sys.stderr)
     STATS.compile_s += time.perf_counter() - t0
 
 

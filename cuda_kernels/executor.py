@@ -16,6 +16,7 @@ from . import backends
 from .backends import const_value, fill
 from .compile_pool import prepare, ready, start_deferred
 from .compiler import Kernel, get_kernels
+from .progress import Bar
 from .cpu import is_flat
 from .emit import Emitter
 from .tiled import run_tiled
@@ -189,46 +190,56 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
     release = getattr(be, "release", None)  # a backend with an allocator to give memory back
     roots_of_storage = program.storage_roots if release is not None else set()
     stores: dict[int, object] = {}  # storage roots' values, until their storage dies
-    for pos, n in enumerate(program.order):
-        if n.op == "input":
-            buf = bind.get(id(n)) or n.attr("buf")
-            vals[id(n)] = be.from_buffer(buf) if hasattr(be, "from_buffer") else buf.value
-        elif n.op == "const":
-            vals[id(n)] = const_value(n)
-        elif id(n) in program.fills:
-            vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
-        elif n.op == "fusion" and not ready(be, program.kernel_of[id(n)]):
-            t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it meanwhile
-            vals[id(n)] = run_tiled(n, [vals[id(i)] for i in n.inputs])
-            STATS.tiered_runs += 1
-            STATS.run_s += time.perf_counter() - t0
-        elif n.op == "fusion":
-            reuse = n.attr("reuse")
-            vals[id(n)] = _launch(be, program.kernel_of[id(n)], n, [vals[id(i)] for i in n.inputs],
-                                  program.consts_of[id(n)], reuse)
-        elif n.op == "output":
-            vals[id(n)] = vals[id(n.inputs[0])][n.attr("index")]
-        else:
-            if n.op not in VIEW_OPS + LIBRARY_OPS:
-                STATS.interpreted_nodes += 1
-            t0 = time.perf_counter()
-            args = [vals[id(i)] for i in n.inputs]
-            vals[id(n)] = be.run_node(n, args, id(n) in program.inplace)
-            del args
-            STATS.run_s += time.perf_counter() - t0
-        if meter is not None:
+    # kernels that compile at their first launch here, for the progress bar
+    cold = {id(k) for k in program.kernels
+            if k.pending is None and not getattr(k.fn, "overloads", True)}
+    bar = Bar(len(cold)).__enter__()
+    try:
+        for pos, n in enumerate(program.order):
             if n.op == "input":
-                meter.exclude(vals[id(n)])
-            for k in results.get(id(n), ()):
-                meter.exclude(vals[id(n)] if k is None else vals[id(n)][k])
-            meter.step(vals)
-        if release is not None:
-            if id(n) in roots_of_storage:
-                stores[id(n)] = vals[id(n)]
-            for s in program.freed_after[pos]:
-                release(stores.pop(s, None))
-        for d in program.dead_after[pos]:
-            vals.pop(d, None)
+                buf = bind.get(id(n)) or n.attr("buf")
+                vals[id(n)] = be.from_buffer(buf) if hasattr(be, "from_buffer") else buf.value
+            elif n.op == "const":
+                vals[id(n)] = const_value(n)
+            elif id(n) in program.fills:
+                vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
+            elif n.op == "fusion" and not ready(be, program.kernel_of[id(n)]):
+                t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it meanwhile
+                vals[id(n)] = run_tiled(n, [vals[id(i)] for i in n.inputs])
+                STATS.tiered_runs += 1
+                STATS.run_s += time.perf_counter() - t0
+            elif n.op == "fusion":
+                k = program.kernel_of[id(n)]
+                vals[id(n)] = _launch(be, k, n, [vals[id(i)] for i in n.inputs],
+                                      program.consts_of[id(n)], n.attr("reuse"))
+                if id(k) in cold:  # its first launch compiled it
+                    cold.discard(id(k))
+                    bar.step()
+            elif n.op == "output":
+                vals[id(n)] = vals[id(n.inputs[0])][n.attr("index")]
+            else:
+                if n.op not in VIEW_OPS + LIBRARY_OPS:
+                    STATS.interpreted_nodes += 1
+                t0 = time.perf_counter()
+                args = [vals[id(i)] for i in n.inputs]
+                vals[id(n)] = be.run_node(n, args, id(n) in program.inplace)
+                del args
+                STATS.run_s += time.perf_counter() - t0
+            if meter is not None:
+                if n.op == "input":
+                    meter.exclude(vals[id(n)])
+                for k in results.get(id(n), ()):
+                    meter.exclude(vals[id(n)] if k is None else vals[id(n)][k])
+                meter.step(vals)
+            if release is not None:
+                if id(n) in roots_of_storage:
+                    stores[id(n)] = vals[id(n)]
+                for s in program.freed_after[pos]:
+                    release(stores.pop(s, None))
+            for d in program.dead_after[pos]:
+                vals.pop(d, None)
+    finally:
+        bar.__exit__()
     start_deferred()
     out = []
     for r in program.roots:

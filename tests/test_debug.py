@@ -129,3 +129,38 @@ def test_errors_while_tracing_keep_tracers_frames_out_of_the_tail():
     mine = [f for f in traceback.extract_tb(info.tb) if f.filename == HERE]
     assert mine[-1].lineno == line_of("reshape-line")
     assert sys.exc_info()[0] is None
+
+
+class _Tty:
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, []
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, s: str) -> None:
+        self.text.append(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_bar_draws_on_a_terminal_after_its_delay_and_clears():
+    import time
+    from cuda_kernels.progress import Bar
+    tty = _Tty(True)
+    with Bar(7, stream=tty, delay=0.0) as bar:
+        bar.step()
+        time.sleep(0.3)
+    assert any("compiling 7 kernels" in t and "1/7" in t for t in tty.text)
+    assert tty.text[-1].startswith("\r") and tty.text[-1].strip() == ""
+
+
+def test_progress_bar_is_quiet_off_a_terminal_and_for_short_compiles():
+    from cuda_kernels.progress import Bar
+    pipe, fast = _Tty(False), _Tty(True)
+    with Bar(3, stream=pipe, delay=0.0) as bar:
+        bar.step()
+    with Bar(3, stream=fast) as bar:  # done well within the second
+        bar.step()
+    assert pipe.text == [] and fast.text == []

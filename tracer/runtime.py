@@ -153,6 +153,21 @@ class Plan:
         self.peak_bytes = program.peak_bytes
         self.bytes_copied = program.bytes_copied
         self.backend = program.backend
+        self._kernel_of = program.kernel_of
+
+    def to_dot(self, before: bool = False) -> str:
+        """The graph after optimization (or `before` it) as Graphviz DOT text; each fused
+        kernel is a cluster."""
+        from .drawing import to_dot
+        if before:
+            return to_dot(self.graph_before.roots, title="tracer: before")
+        return to_dot(self.graph_after.roots, self._kernel_of, title="tracer: after")
+
+    def save(self, path: str, before: bool = False) -> str:
+        """Draw the graph to `path` (svg, png, pdf... by Graphviz; the DOT text when Graphviz
+        is not installed or the path ends in .dot). Returns the path written."""
+        from .drawing import save
+        return save(self.to_dot(before), path)
 
     def __str__(self) -> str:
         out = [f"== graph before ({len(toposort(self.graph_before.roots))} nodes)",
