@@ -252,3 +252,18 @@ def test_other_ndarray_methods_fall_back_and_in_place_ones_write_back():
     check(t.imag, h.imag)
     with pytest.raises(AttributeError):
         t.not_a_method
+
+
+def test_type_queries_read_dtypes_without_evaluating():
+    a = tnp.arange(3, dtype=tnp.int32)
+    h = numpy.arange(3, dtype=numpy.int32)
+    ev = tracer.stats().evaluations
+    for m, x in ((tnp, a), (numpy, a)):  # numpy's own functions dispatch to tracer's
+        assert m.result_type(x, 1.0) == numpy.result_type(h, 1.0)
+        assert m.result_type(x, numpy.int64) == numpy.result_type(h, numpy.int64)
+        assert m.can_cast(x, numpy.int16) == numpy.can_cast(h, numpy.int16)
+        assert m.can_cast(x, numpy.float64, "same_kind")
+    assert tnp.promote_types("i4", "f4") == numpy.float64
+    assert tnp.finfo(tnp.float32).eps == numpy.finfo(numpy.float32).eps
+    assert tnp.iinfo(a.dtype).max == 2**31 - 1
+    assert tracer.stats().evaluations == ev

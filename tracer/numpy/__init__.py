@@ -83,13 +83,25 @@ from . import linalg, random  # noqa: E402,F401
 
 # constants and types come straight from NumPy
 from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  # noqa: E402,F401
-                   result_type, can_cast, promote_types, bool_, int8, int16, int32, int64,
+                   promote_types, bool_, int8, int16, int32, int64,
                    uint8, uint16, uint32, uint64, float16, float32, float64, complex64,
                    complex128, intp, uintp, integer, floating, number, generic, signedinteger,
                    unsignedinteger, inexact, complexfloating, errstate, seterr, geterr)
 bool = _np.bool  # noqa: A001
 float_ = _np.float64
 int_ = _np.int_
+
+
+def result_type(*arrays_and_dtypes):
+    """NumPy's result_type; a lazy array stands for its dtype (no evaluation)."""
+    return _np.result_type(*[a.dtype if isinstance(a, ndarray) else a for a in arrays_and_dtypes])
+
+
+def can_cast(from_, to, casting="safe"):
+    return _np.can_cast(from_.dtype if isinstance(from_, ndarray) else from_, to, casting)
+
+
+_LAZY.update(result_type=result_type, can_cast=can_cast)  # numpy.result_type(lazy) comes here
 
 
 def asnumpy(a):
