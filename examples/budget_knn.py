@@ -21,6 +21,7 @@ Y = np.asarray(rng.standard_normal((N, 64), dtype=numpy.float32))
 d2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)  # N x N squared distances
 nearest, which = d2.min(1), d2.argmin(1)
 
+print(f"NumPy, line by line: {N * N * 64 * 4 / 2**30:.1f} GiB for the difference tensor alone")
 print(f"unbudgeted plan: {tracer.explain(nearest, which).peak_bytes / 2**20:.0f} MiB")
 with tracer.memory_budget(budget):
     tracer.evaluate(nearest, which)

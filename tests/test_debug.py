@@ -164,3 +164,16 @@ def test_progress_bar_is_quiet_off_a_terminal_and_for_short_compiles():
     with Bar(3, stream=fast) as bar:  # done well within the second
         bar.step()
     assert pipe.text == [] and fast.text == []
+
+
+def test_a_failure_numpy_does_not_reproduce_names_the_values_being_computed(monkeypatch):
+    import cuda_kernels
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("kernel launch failed")
+    monkeypatch.setattr(cuda_kernels, "run", broken)
+    a = tnp.arange(4.0)
+    b = a * 3  # computed-line
+    with pytest.raises(RuntimeError, match="kernel launch failed") as info:
+        numpy.asarray(b)
+    assert any(f"{HERE}:{line_of('computed-line')}" in n for n in info.value.__notes__)

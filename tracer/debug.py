@@ -214,12 +214,17 @@ def locate_error(roots: list[Node], exc: BaseException) -> None:
     try:
         found = replay(roots, type(exc))
     except Exception:
-        return
+        found = None
     if found is not None:
         n, order = found
         site = site_of(n, order)
         if site is not None:
             raise_at(exc, site, n.op)
+    # NumPy does not raise it (a failed kernel): name what was being computed
+    sites = {str(s): s for s in (SITES.get(r) for r in roots) if s is not None}
+    if sites:
+        exc.add_note("tracer: raised while evaluating values recorded at " +
+                     ", ".join(f"{k} ({s.func})" for k, s in sites.items()))
 
 
 def check_outputs(roots: list[Node], values: list) -> None:
