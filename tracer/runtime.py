@@ -226,10 +226,13 @@ def coverage_report() -> str:
 def _to_host(x):
     if isinstance(x, ndarray):
         return np.asarray(to_numpy(x))
+    # a container with no lazy array in it is passed as is: NumPy may change it in place
     if isinstance(x, (list, tuple)):
-        return type(x)(_to_host(i) for i in x)
+        items = [_to_host(i) for i in x]
+        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
     if isinstance(x, dict):
-        return {k: _to_host(v) for k, v in x.items()}
+        items = {k: _to_host(v) for k, v in x.items()}
+        return x if all(items[k] is v for k, v in x.items()) else items
     return x
 
 
