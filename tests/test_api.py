@@ -579,34 +579,34 @@ def test_missing_function_falls_back_warns_once_per_site_and_counts():
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for _ in range(3):
-            r = tnp.cumsum(t, axis=1)            # one call site: one warning
-        r2 = tnp.sort(t, axis=0)                 # another site, another warning
+            r = tnp.gradient(t, axis=1)          # one call site: one warning
+        r2 = tnp.gradient(t, axis=0, edge_order=2)  # another site, another warning
     msgs = [x for x in w if issubclass(x.category, tracer.TracerFallbackWarning)]
     assert len(msgs) == 2, [str(m.message) for m in msgs]
-    assert "cumsum" in str(msgs[0].message) and "sort" in str(msgs[1].message)
-    assert msgs[0].filename == __file__
+    assert all("gradient" in str(m.message) for m in msgs)
+    assert msgs[0].filename == __file__ and msgs[0].lineno != msgs[1].lineno
     assert tracer.stats().fallbacks == before + 4
-    check(r, numpy.cumsum(H2, axis=1))
-    check(r2, numpy.sort(H2, axis=0))
-    check(r + 1, numpy.cumsum(H2, axis=1) + 1)   # the result is lazy again
-    assert "cumsum" in tracer.coverage_report()
+    check(r, numpy.gradient(H2, axis=1))
+    check(r2, numpy.gradient(H2, axis=0, edge_order=2))
+    check(r + 1, numpy.gradient(H2, axis=1) + 1)   # the result is lazy again
+    assert "gradient" in tracer.coverage_report()
 
 
 def test_fallback_through_numpy_functions_and_methods():
     t = tnp.asarray(H2)
     before = tracer.stats().fallbacks
     with pytest.warns(tracer.TracerFallbackWarning):
-        r = numpy.sort(t, axis=1)                # __array_function__ with no lazy version
+        r = numpy.gradient(t, axis=1)            # __array_function__ with no lazy version
     assert isinstance(r, tracer.ndarray)
-    check(r, numpy.sort(H2, axis=1))
+    check(r, numpy.gradient(H2, axis=1))
     with pytest.warns(tracer.TracerFallbackWarning):
-        c = t.cumsum(axis=0)                     # an ndarray method with no lazy version
-    check(c, H2.cumsum(axis=0))
+        c = t.compress([True, False], axis=0)    # an ndarray method with no lazy version
+    check(c, H2.compress([True, False], axis=0))
     h = H2.copy()
     with pytest.warns(tracer.TracerFallbackWarning):
         t2 = tnp.asarray(h)
-        t2.sort(axis=1)                          # in place, like NumPy
-    h.sort(axis=1)
+        t2.byteswap(inplace=True)                # in place, like NumPy
+    h.byteswap(inplace=True)
     check(t2, h)
     assert tracer.stats().fallbacks >= before + 3
 

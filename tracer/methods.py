@@ -116,6 +116,9 @@ def _array_function(self, func, types, args, kwargs):
     impl = tnp._LAZY.get(func.__name__)
     if impl is not None and getattr(np, func.__name__, None) is func:
         return impl(*args, **kwargs)
+    if getattr(func, "__module__", None) == "numpy.linalg" and \
+            getattr(np.linalg, func.__name__, None) is func:
+        return getattr(tnp.linalg, func.__name__)(*args, **kwargs)
     from .runtime import fallback_call
     return fallback_call(func.__name__, func, args, kwargs)
 
@@ -152,9 +155,10 @@ def _fallback_method(self, name):
         host = np.array(to_numpy(self), copy=True)
         host.flags.writeable = self._view.writeable  # NumPy's own error for in-place methods
         out = meth(host, *_to_host(args), **_to_host(kwargs))
-        if out is None:
-            setitem(self, Ellipsis, host)
-            return None
+        if out is None or out is host:  # in place (byteswap(inplace=True) returns the array)
+            if self._view.writeable:
+                setitem(self, Ellipsis, host)
+            return None if out is None else self
         return _wrap(out)
     return call
 

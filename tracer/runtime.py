@@ -239,6 +239,8 @@ def _to_host(x):
 def _wrap(x):
     if isinstance(x, np.ndarray):
         return ndarray(Var(_leaf_from_numpy(x)))
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):  # NumPy 2's result namedtuples
+        return type(x)(*map(_wrap, x))
     if isinstance(x, tuple):
         return tuple(_wrap(i) for i in x)
     if isinstance(x, list):
@@ -253,5 +255,12 @@ def _leaf_from_numpy(a: np.ndarray) -> Node:
 
 def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
     count_fallback(name)
-    out = fn(*_to_host(args), **_to_host(kwargs))
-    return _wrap(out)
+    out = kwargs.get("out")
+    if isinstance(out, ndarray):  # NumPy fills a host copy, written back through the lazy array
+        from .indexing import setitem
+        host = np.array(to_numpy(out))
+        r = fn(*_to_host(args), **_to_host({**kwargs, "out": host}))
+        setitem(out, Ellipsis, host)
+        return out if r is host else _wrap(r)
+    r = fn(*_to_host(args), **_to_host(kwargs))
+    return out if out is not None and r is out else _wrap(r)  # NumPy's out= is returned as is
