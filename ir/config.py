@@ -24,6 +24,10 @@ class Config:
     check_nans: bool = field(
         default_factory=lambda: os.environ.get("TRACER_CHECK_NANS", "") == "1")
     flush_nodes: int = 20000      # a pending graph past this many nodes is evaluated
+    # on cpu, a graph whose every value has at most this many elements runs op by op with
+    # NumPy: compiling its kernels would cost more than it could save (0: always compile)
+    small_graph: int = field(
+        default_factory=lambda: int(os.environ.get("TRACER_SMALL_GRAPH", "4096") or 0))
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
 
 

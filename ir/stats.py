@@ -13,6 +13,7 @@ class Stats:
     recompiles: int = 0
     fallbacks: int = 0
     interpreted_nodes: int = 0
+    small_graphs: int = 0     # evaluations of small arrays only, run by NumPy op by op
     evaluations: int = 0
     plan_cache_hits: int = 0
     tiered_runs: int = 0      # fused groups run by NumPy while their kernel compiled

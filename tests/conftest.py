@@ -15,6 +15,7 @@ from ir.config import CONFIG  # noqa: E402
 CONFIG.verify = True
 CONFIG.compile_mode = "sync"  # tiered and worker compiles have tests of their own
 CONFIG.compile_workers = 0
+CONFIG.small_graph = 0  # small test arrays still go through the optimizer and kernels
 
 
 @pytest.fixture

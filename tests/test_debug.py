@@ -177,3 +177,18 @@ def test_a_failure_numpy_does_not_reproduce_names_the_values_being_computed(monk
     with pytest.raises(RuntimeError, match="kernel launch failed") as info:
         numpy.asarray(b)
     assert any(f"{HERE}:{line_of('computed-line')}" in n for n in info.value.__notes__)
+
+
+def test_small_graphs_run_with_numpy_op_by_op_and_skip_the_compiler():
+    h = numpy.linspace(0.0, 1.0, 50)
+    with context(small_graph=4096):
+        before = tracer.stats()
+        small, launched = before.small_graphs, before.kernels_launched
+        t = tnp.asarray(h)
+        r = ((t * 3 - 1) ** 2).sum() / t.size
+        assert float(r) == ((h * 3 - 1) ** 2).sum() / h.size  # NumPy's own bits
+        assert tracer.stats().small_graphs == small + 1
+        assert tracer.stats().kernels_launched == launched
+        big = tnp.zeros(5000) + 1  # past the limit: kernels as usual
+        assert float(big.sum()) == 5000.0
+        assert tracer.stats().small_graphs == small + 1
