@@ -269,3 +269,48 @@ def test_type_queries_read_dtypes_without_evaluating():
     assert tnp.finfo(tnp.float32).eps == numpy.finfo(numpy.float32).eps
     assert tnp.iinfo(a.dtype).max == 2**31 - 1
     assert tracer.stats().evaluations == ev
+
+
+def test_numpy_functions_that_write_in_place_write_back_through_the_lazy_array():
+    cases = [
+        (lambda m, a: m.place(a, a > 3, [-1, -2]), numpy.arange(8)),
+        (lambda m, a: m.copyto(a, 7.0, where=a > 2), numpy.arange(5.0)),
+        (lambda m, a: m.fill_diagonal(a, 5), numpy.zeros((3, 3))),
+        (lambda m, a: m.putmask(a, a % 2 == 0, a ** 2), numpy.arange(6)),
+    ]
+    for fn, h in cases:
+        t = tnp.asarray(h.copy())
+        v = t.reshape(-1)
+        with pytest.warns(tracer.TracerFallbackWarning):
+            fn(tnp, t)
+        fn(numpy, h)
+        check(t, h)
+        check(v, h.reshape(-1))  # a view of the same base sees it
+    ro = tnp.broadcast_to(tnp.arange(3), (2, 3))
+    with pytest.warns(tracer.TracerFallbackWarning), pytest.raises(ValueError):
+        tnp.fill_diagonal(ro, 1)
+
+
+def test_strings_and_objects_stay_numpy_arrays():
+    f = tnp.array(["pear", "apple", "fig"])
+    assert type(f) is numpy.ndarray
+    with pytest.warns(tracer.TracerFallbackWarning):
+        s = tnp.sort(f)
+    assert type(s) is numpy.ndarray and s.tolist() == ["apple", "fig", "pear"]
+    with pytest.warns(tracer.TracerFallbackWarning):
+        assert tnp.concatenate([f, ["kiwi"]]).tolist()[-1] == "kiwi"
+    assert type(tnp.asarray([{"a": 1}], dtype=object)) is numpy.ndarray
+
+
+def test_flags_and_base_follow_numpy():
+    for m in (tnp, numpy):
+        a = m.arange(8)
+        r = a[::-1]
+        assert r.base is a and a.base is None
+        assert a.flags.c_contiguous and a.flags["C_CONTIGUOUS"] and a.flags.owndata
+        assert not r.flags.c_contiguous and not r.flags.owndata
+        assert a.reshape(2, 4).T.flags.f_contiguous
+        assert not m.broadcast_to(a, (2, 8)).flags.writeable
+        a.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 1

@@ -73,12 +73,13 @@ def traced(fn):
 class Var:
     """A base buffer: its current value as a node. Writes replace `node` and bump `version`."""
 
-    __slots__ = ("node", "version", "__weakref__")
+    __slots__ = ("node", "version", "owner", "__weakref__")
 
     def __init__(self, node: Node):
         if node.op != "input":
             node = debug.recorded(node)
         self.node = node
+        self.owner = None  # the array that owns this buffer (weak): views' `.base`
         self.version = 0
         if node.op != "input":
             _note_pending(self)
@@ -224,7 +225,11 @@ class ndarray:
 
     def __init__(self, var: Var, view: View | None = None):
         self._var = var
-        self._view = view if view is not None else View.identity(var.node.shape)
+        if view is None:
+            view = View.identity(var.node.shape)
+            if var.owner is None:
+                var.owner = weakref.ref(self)
+        self._view = view
         self._memo: tuple | None = None
 
     # ---- the node behind this array
@@ -281,11 +286,15 @@ class ndarray:
 
     @property
     def base(self):
-        return None if not self._view.steps else ndarray(self._var)
+        """NumPy's base: None for an array that owns its buffer, else the owner."""
+        if not self._view.steps:
+            return None
+        owner = self._var.owner() if self._var.owner is not None else None
+        return owner if owner is not None else ndarray(self._var)
 
     @property
-    def flags(self):
-        return {"WRITEABLE": self._view.writeable}
+    def flags(self) -> "Flags":
+        return Flags(self)
 
     # ---- views
     def _derive(self, kind: str, arg, shape, strides, writeable=None) -> "ndarray":
@@ -419,6 +428,58 @@ class ndarray:
 
     def __deepcopy__(self, memo):
         return self.copy()
+
+
+class Flags:
+    """The NumPy flags a lazy array can answer from its view (attributes or keys)."""
+
+    _KEYS = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+             "OWNDATA": "owndata", "WRITEABLE": "writeable", "ALIGNED": "aligned",
+             "WRITEBACKIFCOPY": "writebackifcopy", "C": "c_contiguous", "F": "f_contiguous",
+             "W": "writeable", "O": "owndata", "A": "aligned"}
+
+    def __init__(self, a: "ndarray"):
+        object.__setattr__(self, "_a", a)
+
+    @property
+    def c_contiguous(self) -> bool:
+        v = self._a._view
+        return v.strides == c_strides(v.shape) or self._a.size <= 1
+
+    @property
+    def f_contiguous(self) -> bool:
+        v = self._a._view
+        return v.strides == c_strides(v.shape[::-1])[::-1] or self._a.size <= 1
+
+    @property
+    def owndata(self) -> bool:
+        return not self._a._view.steps
+
+    @property
+    def writeable(self) -> bool:
+        return self._a._view.writeable
+
+    aligned = True
+    writebackifcopy = False
+
+    def __setattr__(self, name: str, value) -> None:
+        if name != "writeable":
+            raise AttributeError(f"cannot set flag {name!r} of a lazy array")
+        v = self._a._view
+        if value and not v.writeable and v.steps and v.steps[-1][0] == "broadcast":
+            raise ValueError("cannot set WRITEABLE flag to True of this array")
+        self._a._view = View(v.steps, v.shape, v.strides, bool(value))
+
+    def __getitem__(self, key: str):
+        return getattr(self, self._KEYS[key.upper()])
+
+    def __setitem__(self, key: str, value) -> None:
+        setattr(self, self._KEYS[key.upper()], value)
+
+    def __repr__(self) -> str:
+        return "\n".join(f"  {k} : {self[k]}" for k in ("C_CONTIGUOUS", "F_CONTIGUOUS",
+                                                        "OWNDATA", "WRITEABLE", "ALIGNED",
+                                                        "WRITEBACKIFCOPY")) + "\n"
 
 
 def proxy(shape, dtype=np.int8) -> np.ndarray:

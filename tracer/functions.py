@@ -31,11 +31,19 @@ def _shape(shape) -> tuple[int, ...]:
 
 # ------------------------------------------------------------------ creation
 
+# strings, bytes, objects, records, dates: tracer does not record them; `np.array` of such
+# data is a NumPy array, and NumPy's functions run on it
+FOREIGN_KINDS = "OSUVMm"
+
+
 def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
     if isinstance(obj, ndarray):
         out = obj.astype(dtype) if dtype is not None else obj.copy()
     else:
-        out = ndarray(Var(G.leaf(snapshot(_host(obj), dtype))))
+        h = snapshot(_host(obj), dtype)
+        if h.dtype.kind in FOREIGN_KINDS:
+            return np.array(h, copy=False, order=order, ndmin=ndmin)
+        out = ndarray(Var(G.leaf(h)))
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
     out._arr0 = True  # a 0-d array prints as one, not as the scalar a reduction gives
@@ -47,7 +55,10 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         if dtype is None or np.dtype(dtype) == a.dtype:
             return a
         return a.astype(dtype)
-    out = ndarray(Var(G.leaf(snapshot(_host(a), dtype))))
+    h = snapshot(_host(a), dtype)
+    if h.dtype.kind in FOREIGN_KINDS:
+        return np.asarray(a, dtype)
+    out = ndarray(Var(G.leaf(h)))
     out._arr0 = True
     return out
 

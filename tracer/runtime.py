@@ -261,8 +261,9 @@ def _to_host(x):
 
 
 def _wrap(x):
-    if isinstance(x, np.ndarray):
-        return ndarray(Var(_leaf_from_numpy(x)))
+    from .functions import FOREIGN_KINDS
+    if isinstance(x, np.ndarray):  # strings, objects, ...: a NumPy array, as tracer makes them
+        return x if x.dtype.kind in FOREIGN_KINDS else ndarray(Var(_leaf_from_numpy(x)))
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):  # NumPy 2's result namedtuples
         return type(x)(*map(_wrap, x))
     if isinstance(x, tuple):
@@ -286,5 +287,22 @@ def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
         r = fn(*_to_host(args), **_to_host({**kwargs, "out": host}))
         setitem(out, Ellipsis, host)
         return out if r is host else _wrap(r)
-    r = fn(*_to_host(args), **_to_host(kwargs))
+    # lazy arguments go in as writeable copies (as writeable as their view): a NumPy function
+    # that writes into one (place, copyto, fill_diagonal, ...) has it written back
+    copies: list[tuple[ndarray, np.ndarray]] = []
+
+    def arg(x):
+        if not isinstance(x, ndarray):
+            return _to_host(x)
+        h = np.array(to_numpy(x))
+        h.flags.writeable = x._view.writeable
+        copies.append((x, h))
+        return h
+    r = fn(*map(arg, args), **{k: arg(v) for k, v in kwargs.items()})
+    if copies:
+        from .indexing import setitem
+        for x, h in copies:
+            if h.flags.writeable and not np.array_equal(h, to_numpy(x),
+                                                        equal_nan=h.dtype.kind in "fc"):
+                setitem(x, Ellipsis, h)
     return out if out is not None and r is out else _wrap(r)  # NumPy's out= is returned as is

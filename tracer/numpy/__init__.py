@@ -5,6 +5,8 @@ inputs, runs NumPy, warns once per call site and is counted (`tracer.stats().fal
 """
 from __future__ import annotations
 
+import builtins as _builtins
+
 import numpy as _np
 
 from .. import functions as _F
@@ -78,6 +80,33 @@ for _mod, _names in [
     for _n in _names.split():
         _LAZY[_n] = getattr(_mod, _n)
 _LAZY.update(amax=_R.max, amin=_R.min, concat=_F.concatenate)
+
+
+def _foreign(x, depth: int = 0) -> bool:
+    """Data tracer does not record: a NumPy array of strings, objects, records or dates, or a
+    list of strings (a string argument itself is an option, such as mode="constant")."""
+    if isinstance(x, _np.ndarray):
+        return x.dtype.kind in _F.FOREIGN_KINDS
+    if isinstance(x, (list, tuple)) and depth < 2:
+        return _builtins.any(isinstance(i, (str, bytes)) or _foreign(i, depth + 1) for i in x)
+    return False
+
+
+def _guarded(name: str, fn):
+    """fn, except that foreign data (see _foreign) runs NumPy's function (a fallback)."""
+    npfn = getattr(_np, name, None)
+    if npfn is None:
+        return fn
+
+    def call(*args, **kwargs):
+        if _builtins.any(map(_foreign, args)) or _builtins.any(map(_foreign, kwargs.values())):
+            return _fallback_call(name, npfn, args, kwargs)
+        return fn(*args, **kwargs)
+    call.__name__, call.__doc__, call.__wrapped__ = name, fn.__doc__, fn
+    return call
+
+
+_LAZY.update({n: _guarded(n, f) for n, f in _LAZY.items() if not isinstance(f, ufunc)})
 globals().update(_LAZY)
 from . import linalg, random  # noqa: E402,F401
 
