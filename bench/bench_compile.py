@@ -102,7 +102,9 @@ print(json.dumps(out))
 
 
 def run(code: str, cache: str, *argv, **env) -> dict:
-    e = dict(os.environ, TRACER_CACHE_DIR=cache, TRACER_BACKEND="cpu", **env)
+    # small arrays on purpose: their kernels are what is timed, so they must not run by NumPy
+    e = dict(os.environ, TRACER_CACHE_DIR=cache, TRACER_BACKEND="cpu", TRACER_SMALL_GRAPH="0",
+             **env)
     e.pop("NUMBA_CACHE_DIR", None)
     p = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=e, capture_output=True,
                        text=True, timeout=600)

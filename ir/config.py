@@ -10,6 +10,9 @@ def _env_set(name: str) -> frozenset[str]:
     return frozenset(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
 
 
+SMALL_GRAPH = 4096  # the default of Config.small_graph
+
+
 @dataclass
 class Config:
     backend: str = field(default_factory=lambda: os.environ.get("TRACER_BACKEND", ""))
@@ -27,7 +30,7 @@ class Config:
     # on cpu, a graph whose every value has at most this many elements runs op by op with
     # NumPy: compiling its kernels would cost more than it could save (0: always compile)
     small_graph: int = field(
-        default_factory=lambda: int(os.environ.get("TRACER_SMALL_GRAPH", "4096") or 0))
+        default_factory=lambda: int(os.environ.get("TRACER_SMALL_GRAPH", SMALL_GRAPH) or 0))
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
 
 

@@ -5,6 +5,8 @@ import os
 import tempfile
 
 os.environ.setdefault("TRACER_BACKEND", "cpu")
+os.environ.setdefault("TRACER_SMALL_GRAPH", "0")  # small test arrays still get kernels (and
+                                                  # so do the test programs run as subprocesses)
 os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tracer-test-cache"))
 
 import numpy as np  # noqa: E402
@@ -15,7 +17,6 @@ from ir.config import CONFIG  # noqa: E402
 CONFIG.verify = True
 CONFIG.compile_mode = "sync"  # tiered and worker compiles have tests of their own
 CONFIG.compile_workers = 0
-CONFIG.small_graph = 0  # small test arrays still go through the optimizer and kernels
 
 
 @pytest.fixture

@@ -461,3 +461,32 @@ def shape(a):
 
 def ndim(a):
     return _lazy(a).ndim
+
+
+def _overlap(a, b, fn, max_work):
+    """NumPy's answer on stand-ins: two lazy arrays share memory only if they view one base,
+    and then exactly where NumPy's views of an uninitialized base of that shape would (pages
+    never touched); a lazy array holds its own copy of any NumPy data."""
+    if not isinstance(a, ndarray) or not isinstance(b, ndarray):
+        if isinstance(a, ndarray) or isinstance(b, ndarray):
+            return False
+        return fn(a, b, max_work=max_work)
+    if a._var is not b._var:
+        return False
+    from .array import apply_step_numpy
+    base = np.empty(a._var.node.shape, np.uint8)
+    views = []
+    for x in (a, b):
+        v = base
+        for kind, arg in x._view.steps:
+            v = apply_step_numpy(v, kind, arg)
+        views.append(v)
+    return bool(fn(views[0], views[1], max_work=max_work))
+
+
+def shares_memory(a, b, max_work=None):
+    return _overlap(a, b, np.shares_memory, max_work)
+
+
+def may_share_memory(a, b, max_work=None):
+    return _overlap(a, b, np.may_share_memory, max_work)

@@ -69,7 +69,7 @@ for _mod, _names in [
          "linspace eye identity reshape transpose permute_dims swapaxes moveaxis expand_dims "
          "squeeze broadcast_to broadcast_arrays ravel atleast_1d atleast_2d flip flipud fliplr "
          "copy concatenate stack vstack hstack where clip astype matmul dot vdot size shape ndim "
-         "nonzero argwhere"),
+         "nonzero argwhere shares_memory may_share_memory"),
     (_R, "sum prod max min any all mean var std argmax argmin"),
     (_S, " ".join(_S.NAMES)),
     (_ST, " ".join(_ST.NAMES)),
