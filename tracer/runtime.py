@@ -306,3 +306,18 @@ def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
                                                         equal_nan=h.dtype.kind in "fc"):
                 setitem(x, Ellipsis, h)
     return out if out is not None and r is out else _wrap(r)  # NumPy's out= is returned as is
+
+
+def fallback_getattr(module, prefix: str = ""):
+    """A module `__getattr__` for tracer.numpy and its submodules: NumPy's attribute, with its
+    functions run as counted fallbacks."""
+    def __getattr__(name: str):
+        obj = getattr(module, name)
+        if callable(obj) and not isinstance(obj, type):
+            def fallback(*args, **kwargs):
+                return fallback_call(prefix + name, obj, args, kwargs)
+            fallback.__name__ = name
+            fallback.__doc__ = getattr(obj, "__doc__", None)
+            return fallback
+        return obj
+    return __getattr__

@@ -19,7 +19,7 @@ from .. import einsum as _E
 from .. import methods as _methods  # noqa: F401  (installs the operators)
 from ..array import ndarray  # noqa: F401  (tracer.numpy.ndarray is the lazy array type)
 from ..ufuncs import call_ufunc as _call_ufunc
-from ..runtime import fallback_call as _fallback_call
+from ..runtime import fallback_call as _fallback_call, fallback_getattr as _fallback_getattr
 
 
 class ufunc:
@@ -138,12 +138,4 @@ def asnumpy(a):
     return _np.asarray(a)
 
 
-def __getattr__(name: str):
-    obj = getattr(_np, name)
-    if callable(obj) and not isinstance(obj, type):
-        def fallback(*args, **kwargs):
-            return _fallback_call(name, obj, args, kwargs)
-        fallback.__name__ = name
-        fallback.__doc__ = getattr(obj, "__doc__", None)
-        return fallback
-    return obj
+__getattr__ = _fallback_getattr(_np)

@@ -30,7 +30,7 @@ from .. import shaping as _S
 from ..array import ndarray as _ndarray, traced as _traced
 from ..functions import _lazy
 from ..runtime import (_to_host, count_fallback as _count_fallback, evaluate as _evaluate,
-                       fallback_call as _fallback_call)
+                       fallback_getattr as _fallback_getattr)
 from ..ufuncs import apply_ufunc as _apply_ufunc
 
 LinAlgError = _np.linalg.LinAlgError
@@ -349,11 +349,4 @@ def matrix_transpose(x, /):
     return _F.swapaxes(x, -1, -2)
 
 
-def __getattr__(name: str):
-    obj = getattr(_np.linalg, name)
-    if callable(obj) and not isinstance(obj, type):
-        def fallback(*args, **kwargs):
-            return _fallback_call("linalg." + name, obj, args, kwargs)
-        fallback.__name__ = name
-        return fallback
-    return obj
+__getattr__ = _fallback_getattr(_np.linalg, "linalg.")

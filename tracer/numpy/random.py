@@ -21,7 +21,7 @@ from numpy.random import (BitGenerator, MT19937, PCG64, PCG64DXSM, Philox,  # no
 
 from ..array import apply_step_numpy as _apply_step_numpy, ndarray as _ndarray
 from ..indexing import setitem as _setitem
-from ..runtime import _to_host, _wrap, fallback_call as _fallback_call, to_numpy as _to_numpy
+from ..runtime import _to_host, _wrap, fallback_getattr as _fallback_getattr, to_numpy as _to_numpy
 
 
 def _public_methods(numpy_cls, skip=()) -> list[str]:
@@ -166,11 +166,4 @@ globals().update({n: getattr(_global, n) for n in _public_methods(_np.random.Ran
 ranf = sample = random_sample  # noqa: F821  (NumPy's aliases; installed just above)
 
 
-def __getattr__(name: str):
-    obj = getattr(_np.random, name)
-    if callable(obj) and not isinstance(obj, type):
-        def fallback(*args, **kwargs):
-            return _fallback_call("random." + name, obj, args, kwargs)
-        fallback.__name__ = name
-        return fallback
-    return obj
+__getattr__ = _fallback_getattr(_np.random, "random.")
