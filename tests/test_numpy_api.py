@@ -314,3 +314,19 @@ def test_flags_and_base_follow_numpy():
         a.flags.writeable = False
         with pytest.raises(ValueError, match="read-only"):
             a[0] = 1
+
+
+def test_shape_assignment_and_scalar_hashing_follow_numpy():
+    for m in (tnp, numpy):
+        a = m.arange(6)
+        a.shape = (2, 3)
+        assert a.shape == (2, 3) and int(a[1, 2]) == 5
+        b = a.T
+        with pytest.raises(AttributeError, match="Incompatible shape"):
+            b.shape = (6,)
+        counts = {}
+        for v in m.array([1, 2, 1]):  # NumPy's scalars hash
+            counts[v] = counts.get(v, 0) + 1
+        assert {int(k): n for k, n in counts.items()} == {1: 2, 2: 1}
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(m.array(5.0))  # a 0-d array does not

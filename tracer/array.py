@@ -254,6 +254,15 @@ class ndarray:
     def shape(self) -> tuple[int, ...]:
         return self._view.shape
 
+    @shape.setter
+    def shape(self, value) -> None:
+        """NumPy's in-place reshape: allowed where the new shape is a view of this one."""
+        r = self.reshape(value)
+        if r._var is not self._var or len(r._view.steps) < len(self._view.steps):
+            raise AttributeError("Incompatible shape for in-place modification. Use "
+                                 "`.reshape()` to make a copy with the desired shape.")
+        self._view, self._memo = r._view, None
+
     @property
     def dtype(self) -> np.dtype:
         return self._var.node.dtype
@@ -421,6 +430,9 @@ class ndarray:
         return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
+        # a 0-d result stands for a NumPy scalar, which hashes (evaluates, like bool())
+        if self.ndim == 0 and not getattr(self, "_arr0", False):
+            return hash(self.item())
         raise TypeError("unhashable type: 'tracer.ndarray'")
 
     def __copy__(self):
