@@ -24,6 +24,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -62,6 +63,18 @@ def shutdown() -> None:
     if _POOL is not None:
         _POOL.shutdown(wait=True)
         _POOL = None
+
+
+def _drop_queued_compiles() -> None:
+    """At exit, background compiles not yet started are dropped (a started one finishes and
+    lands in the disk cache): a short script must not wait for kernels it no longer needs."""
+    if _POOL is not None:
+        _POOL.shutdown(wait=False, cancel_futures=True)
+
+
+# threading's exit hooks run before atexit's, and last registered first: this runs before
+# concurrent.futures joins the pool
+threading._register_atexit(_drop_queued_compiles)
 
 
 @contextlib.contextmanager

@@ -244,6 +244,30 @@ def _inline(c: Node, merged: dict[int, Node]) -> Node:
     return make("fusion", ext, c.shape, c.dtype, (("body", body), ("kind", c.attr("kind"))))
 
 
+def _compute_size(f: Node) -> int:
+    return sum(not is_remap(n) and n.op not in ("param", "const", "tuple")
+               for n in _body_nodes(f))
+
+
+def _cap_chains(order: list[Node], merge: set[int]) -> None:
+    """Keep merged kernels within MAX_GROUP ops: a producer merged into a consumer that is
+    itself merged onward adds up along a chain (a scalar updated in a loop), so a consumer that
+    would pass the cap keeps its biggest merged producers materialized instead. Dropping a
+    merge only shrinks what earlier nodes counted, so one pass in order suffices."""
+    eff: dict[int, int] = {}
+    for n in order:
+        if n.op != "fusion":
+            continue
+        prods = [i for i in {id(i): i for i in n.inputs}.values() if id(i) in merge]
+        e = _compute_size(n) + sum(eff[id(p)] for p in prods)
+        for p in sorted(prods, key=lambda p: -eff[id(p)]):
+            if e <= MAX_GROUP:
+                break
+            merge.discard(id(p))
+            e -= eff[id(p)]
+        eff[id(n)] = e
+
+
 def fusion_merger(roots: list[Node]) -> list[Node]:
     order = toposort(roots)
     use = users(order)
@@ -252,6 +276,7 @@ def fusion_merger(roots: list[Node]) -> list[Node]:
              _mergeable(f, use[id(f)])}
     if not merge:
         return roots
+    _cap_chains(order, merge)
     new: dict[int, Node] = {}
     merged: dict[int, Node] = {}
     for n in order:

@@ -57,11 +57,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "python_interop::isinstance_checks":
         "0-d results are lazy arrays, not NumPy scalars: isinstance(a.mean(), float), "
         "isinstance(a.mean(), np.floating), isinstance(a[0], np.integer) are False",
-    "python_interop::numpy_scalars_as_dict_keys":
-        "iterating a lazy array yields 0-d lazy arrays, which are unhashable: "
-        "counts[v] raises TypeError where NumPy's scalars hash",
-    "python_interop::shape_attribute_assignment":
-        "a.shape = (2, 3) raises AttributeError (ndarray.shape has no setter)",
     "errors::write_to_diagonal_view":
         "np.diagonal is a writable copy (README): NumPy's read-only view raises ValueError "
         "'assignment destination is read-only' on d[0] = 100",

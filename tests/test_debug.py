@@ -192,3 +192,29 @@ def test_small_graphs_run_with_numpy_op_by_op_and_skip_the_compiler():
         big = tnp.zeros(5000) + 1  # past the limit: kernels as usual
         assert float(big.sum()) == 5000.0
         assert tracer.stats().small_graphs == small + 1
+
+
+def test_a_value_a_few_ops_past_the_evaluated_graph_is_kept():
+    """`w -= lr * g` after evaluating g: w is computed on the way, so the next step does not
+    recompute its history."""
+    with context(small_graph=4096):
+        w = tnp.zeros(2)
+        h = numpy.zeros(2)
+        for _ in range(3):
+            g = w + 1.0
+            w -= 0.5 * g
+            float(g.sum())  # evaluates g; w is one multiply and one subtract past it
+            assert w._var.node.op == "input"
+            h -= 0.5 * (h + 1.0)
+        numpy.testing.assert_array_equal(numpy.asarray(w), h)
+
+
+def test_small_values_are_not_compiled_along_with_a_big_one():
+    with context(small_graph=4096):
+        big = tnp.ones(10_000) * 2.0
+        small = tnp.arange(5.0) * 3
+        before = tracer.stats().small_graphs
+        tracer.evaluate(small, big)
+        assert tracer.stats().small_graphs == before + 1
+        numpy.testing.assert_array_equal(numpy.asarray(small), numpy.arange(5.0) * 3)
+        assert float(big.sum()) == 20_000.0

@@ -254,3 +254,21 @@ def test_structure_of_a_merged_graph():
     assert [o.attr("index") for o in out] == [0, 1]
     body = out[0].inputs[0].attr("body")
     assert body.op == "tuple" and [i.op for i in body.inputs] == ["reduce_sum", "reduce_max"]
+
+
+def test_merged_fusions_stay_within_the_group_cap_along_a_chain():
+    """A scalar updated in a loop (b -= lr * mean) makes a chain of cheap fusions; merging
+    them into their consumers must not add up past MAX_GROUP (it reached hundreds of ops and
+    Python's recursion limit in codegen)."""
+    from ir import toposort
+    from opt.fusion import MAX_GROUP
+    X = np.asarray(numpy.linspace(0, 1, 200).reshape(100, 2))
+    b = 0.0
+    for _ in range(200):
+        b = b - 0.5 * (X.sum(axis=1) + b).mean()
+    plan = tracer.explain(b)
+    for n in toposort(plan.graph_after.roots):
+        if n.op == "fusion":
+            ops = [m for m in toposort([n.attr("body")])
+                   if m.op not in ("param", "const", "tuple", "broadcast_to", "reshape")]
+            assert len(ops) <= MAX_GROUP

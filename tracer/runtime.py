@@ -49,15 +49,56 @@ def evaluate_vars(vars_: list[Var]) -> None:
     # live arrays whose value is computed on the way are kept too, so they are not recomputed;
     # not under a memory budget, where keeping them (the N x M distances behind a min) could
     # need all the memory the budget saves
+    # Also kept: live arrays a few ops past the graph (`w -= lr * g` after evaluating `g`):
+    # a loop that checks a value each step would otherwise recompute their whole history.
     extra = []
     if budget.active() is None:
         in_graph = {id(n) for n in toposort([v.node for v in targets])}
-        extra = [v for v in pending_vars() if id(v) not in seen and id(v.node) in in_graph
-                 and v.node.op not in ("const", "broadcast_to")]
+        extra = [v for v in pending_vars() if id(v) not in seen
+                 and v.node.op not in ("const", "broadcast_to")
+                 and (id(v.node) in in_graph or _near(v.node, in_graph))]
     allv = targets + extra
-    bufs = execute([v.node for v in allv])
-    for v, (node, buf) in zip(allv, zip([v.node for v in allv], bufs)):
-        v.node = _leaf_for(node, buf)
+    for group in _by_size([v.node for v in allv], allv):
+        bufs = execute([v.node for v in group])
+        for v, buf in zip(group, bufs):
+            v.node = _leaf_for(v.node, buf)
+
+
+NEAR_OPS = 8  # "a few ops past the graph"
+
+
+def _near(root: Node, in_graph: set[int]) -> bool:
+    """Whether root reads the graph and needs at most NEAR_OPS nodes beyond it (leaves aside)."""
+    stack, seen, reads = [root], set(), False
+    while stack:
+        n = stack.pop()
+        if id(n) in in_graph:
+            # a computed value: consts and their broadcasts are shared by unrelated graphs
+            reads = reads or n.op not in ("input", "const", "broadcast_to", "reshape",
+                                          "transpose")
+            continue
+        if id(n) in seen or n.op in ("input", "const"):
+            continue
+        seen.add(id(n))
+        if len(seen) > NEAR_OPS:
+            return False
+        stack.extend(n.inputs)
+    return reads
+
+
+def _by_size(roots: list[Node], vars_: list) -> list[list]:
+    """The variables in two evaluations where small ones (every value at most
+    CONFIG.small_graph elements, see execute) would otherwise be compiled along with a big one,
+    else in one."""
+    limit = CONFIG.small_graph
+    if not limit or budget.active() is not None or backend() != "cpu":
+        return [vars_]
+    big: dict[int, bool] = {}
+    for n in toposort(roots):
+        big[id(n)] = n.size > limit or any(big[id(i)] for i in n.inputs)
+    small = [v for v, r in zip(vars_, roots) if not big[id(r)]]
+    rest = [v for v, r in zip(vars_, roots) if big[id(r)]]
+    return [g for g in (small, rest) if g]
 
 
 _PHASES = ("trace_s", "optimize_s", "codegen_s", "load_s", "compile_s", "run_s")
