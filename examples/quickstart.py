@@ -3,11 +3,14 @@ import tracer
 import tracer.numpy as np
 
 # Nothing runs yet: each operation records a node and returns a lazy array.
-x = np.arange(10.)
+x = np.arange(100_000.)
 y = (x * 2 + 1).sum()
 
 # Printing needs the value, so the graph is optimized, fused, compiled and run.
-print(y)  # 100.0
+print(y)  # 10000000000.0
+
+# Values of at most 4096 elements run op by op with NumPy instead: compiling a kernel for
+# them would cost more than it saves (stats().small_graphs counts those evaluations).
 
 # Two float32 matrices, built the NumPy way.
 a = np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4)
