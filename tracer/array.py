@@ -198,6 +198,13 @@ def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
     raise AssertionError(kind)
 
 
+def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
+    """NumPy's view of `a` (the base's value) that a lazy view's steps describe."""
+    for kind, arg in steps:
+        a = apply_step_numpy(a, kind, arg)
+    return a
+
+
 def write_through(base: Node, steps: tuple, region: Node) -> Node:
     """The base's new value after the view `steps` of it is replaced by `region`."""
     if not steps:

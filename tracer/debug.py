@@ -99,7 +99,8 @@ def recorded(node: Node) -> Node:
 
 # ------------------------------------------------------------------ running op by op
 
-def _host(n: Node):
+def host_value(n: Node):
+    """A leaf's value on the host."""
     import cuda_kernels
     return cuda_kernels.to_host(n.attr("buf"))
 
@@ -124,7 +125,7 @@ def run_now(node: Node, site: Site | None) -> Node:
     state = np.geterr()
     for n in toposort([node]):
         if n.op == "input":
-            vals[id(n)] = _host(n)
+            vals[id(n)] = host_value(n)
             continue
         args = [vals[id(i)] for i in n.inputs]
         with warnings.catch_warnings(record=True) as caught, np.errstate(**state):
@@ -191,7 +192,7 @@ def replay(roots: list[Node], stop) -> tuple[Node, list[Node]] | None:
     for k, n in enumerate(order):
         args = [vals[id(i)] for i in n.inputs]
         if n.op == "input":
-            vals[id(n)] = _host(n)
+            vals[id(n)] = host_value(n)
         elif isinstance(stop, type):
             try:
                 vals[id(n)] = eval_node(n, args)

@@ -11,7 +11,7 @@ from ir import Node
 from . import graph as G
 from .gather import gather, scatter
 from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
-                    apply_step_numpy, traced)
+                    apply_view_numpy, traced)
 
 
 def _is_basic(key: tuple) -> bool:
@@ -153,9 +153,7 @@ def setitem(a: ndarray, key, value) -> None:
     count_fallback("ndarray.__setitem__")
     var = a._var
     base = np.array(to_numpy(ndarray(var)), copy=True)
-    view = base
-    for kind, arg in a._view.steps:
-        view = apply_step_numpy(view, kind, arg)
+    view = apply_view_numpy(base, a._view.steps)
     k = tuple(to_numpy(x) if isinstance(x, ndarray) else x for x in key)
     view[k] = to_numpy(value) if isinstance(value, ndarray) else value
     var.assign(G.leaf(base))

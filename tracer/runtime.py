@@ -16,7 +16,7 @@ from ir.config import CONFIG
 from ir.stats import STATS
 from cuda_kernels.executor import PeakMeter
 from . import budget, debug, plans
-from .array import Var, ndarray, pending_vars, apply_step_numpy
+from .array import Var, ndarray, pending_vars, apply_view_numpy
 
 
 class TracerFallbackWarning(UserWarning):
@@ -58,8 +58,8 @@ def evaluate_vars(vars_: list[Var]) -> None:
                  and v.node.op not in ("const", "broadcast_to")
                  and (id(v.node) in in_graph or _near(v.node, in_graph))]
     allv = targets + extra
-    for group in _by_size([v.node for v in allv], allv):
-        bufs = execute([v.node for v in group])
+    for group, small in _by_size([v.node for v in allv], allv):
+        bufs = execute([v.node for v in group], small)
         for v, buf in zip(group, bufs):
             v.node = _leaf_for(v.node, buf)
 
@@ -86,29 +86,30 @@ def _near(root: Node, in_graph: set[int]) -> bool:
     return reads
 
 
-def _by_size(roots: list[Node], vars_: list) -> list[list]:
-    """The variables in two evaluations where small ones (every value at most
-    CONFIG.small_graph elements, see execute) would otherwise be compiled along with a big one,
-    else in one."""
+def _by_size(roots: list[Node], vars_: list) -> list[tuple[list, bool]]:
+    """(variables, small) for each evaluation: on cpu outside a budget, the variables whose
+    every value has at most CONFIG.small_graph elements apart from the rest, so they run by
+    NumPy (see execute) instead of being compiled along with a big one."""
     limit = CONFIG.small_graph
     if not limit or budget.active() is not None or backend() != "cpu":
-        return [vars_]
+        return [(vars_, False)]
     big: dict[int, bool] = {}
     for n in toposort(roots):
         big[id(n)] = n.size > limit or any(big[id(i)] for i in n.inputs)
     small = [v for v, r in zip(vars_, roots) if not big[id(r)]]
     rest = [v for v, r in zip(vars_, roots) if big[id(r)]]
-    return [g for g in (small, rest) if g]
+    return [(g, g is small) for g in (small, rest) if g]
 
 
 _PHASES = ("trace_s", "optimize_s", "codegen_s", "load_s", "compile_s", "run_s")
 _TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
 
 
-def execute(roots: list[Node]) -> list:
+def execute(roots: list[Node], small: bool = False) -> list:
+    """The roots' values. `small`: every value is small (evaluate_vars decides): run them by
+    NumPy op by op, unoptimized, where optimizing and compiling would cost more."""
     STATS.evaluations += 1
-    if CONFIG.small_graph and not _RUNNING[0] and budget.active() is None and \
-            backend() == "cpu" and _small(roots, CONFIG.small_graph):
+    if small:
         return _interpret(roots)
     phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
     if phases0:
@@ -154,17 +155,13 @@ def execute(roots: list[Node]) -> list:
 _RUNNING = [0]  # nesting of execute(): a budget runs chunks through it
 
 
-def _small(roots: list[Node], limit: int) -> bool:
-    return all(n.size <= limit for n in toposort(roots))
-
-
 def _interpret(roots: list[Node]) -> list:
     """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
     optimizing it and compiling its kernels would take milliseconds to seconds."""
     t0 = time.perf_counter()
     STATS.small_graphs += 1
     try:
-        vals = run_graph(roots, leaf=lambda n: cuda_kernels.to_host(n.attr("buf")))
+        vals = run_graph(roots, leaf=debug.host_value)
     except Exception as e:
         debug.locate_error(roots, e)
         raise
@@ -196,10 +193,7 @@ def to_numpy(a: ndarray) -> np.ndarray:
     evaluate_vars([a._var])
     buf = a._var.node.attr("buf")
     host = cuda_kernels.to_host(buf)
-    out = host
-    for kind, arg in a._view.steps:
-        out = apply_step_numpy(out, kind, arg)
-    out = out.view()
+    out = apply_view_numpy(host, a._view.steps).view()
     out.flags.writeable = False
     return out
 

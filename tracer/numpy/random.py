@@ -19,7 +19,7 @@ import numpy as _np
 from numpy.random import (BitGenerator, MT19937, PCG64, PCG64DXSM, Philox,  # noqa: F401
                           SeedSequence, SFC64, get_bit_generator, set_bit_generator)
 
-from ..array import apply_step_numpy as _apply_step_numpy, ndarray as _ndarray
+from ..array import apply_view_numpy as _apply_view_numpy, ndarray as _ndarray
 from ..indexing import setitem as _setitem
 from ..runtime import _to_host, _wrap, fallback_getattr as _fallback_getattr, to_numpy as _to_numpy
 
@@ -38,9 +38,7 @@ _OUT_SIGNATURES = {n: s for n, s in _SIGNATURES.items() if "out" in s.parameters
 def _host_out(out: _ndarray) -> _np.ndarray:
     """A host buffer laid out as `out` is (the same view steps on a base of the same shape), so
     NumPy accepts or rejects it (contiguity, dtype, shape) exactly as it would `out`."""
-    buf = _np.empty(out._var.node.shape, out.dtype)
-    for kind, arg in out._view.steps:
-        buf = _apply_step_numpy(buf, kind, arg)
+    buf = _apply_view_numpy(_np.empty(out._var.node.shape, out.dtype), out._view.steps)
     if not out._view.writeable:
         buf.flags.writeable = False
     return buf
