@@ -2,6 +2,8 @@
 functions, contractions, promotion, what evaluates and what does not, fallbacks and flushing."""
 from __future__ import annotations
 
+import warnings
+
 import numpy
 import pytest
 
@@ -292,7 +294,10 @@ def test_numpy_functions_that_write_in_place_write_back_through_the_lazy_array()
 
 
 def test_strings_and_objects_stay_numpy_arrays():
-    f = tnp.array(["pear", "apple", "fig"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tracer.TracerFallbackWarning)  # not a fallback
+        f = tnp.array(["pear", "apple", "fig"])
+        assert tnp.array([["a", "b"], ["c", "d"]], order="F").flags.f_contiguous
     assert type(f) is numpy.ndarray
     with pytest.warns(tracer.TracerFallbackWarning):
         s = tnp.sort(f)

@@ -9,7 +9,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from cuda_kernels import snapshot
 
 from . import graph as G
-from .array import Var, ndarray, asarray_node, proxy, shape_str, traced
+from .array import Var, ndarray, apply_view_numpy, asarray_node, proxy, shape_str, traced
 from .indexing import basic_view
 from .ufuncs import apply_ufunc
 
@@ -42,7 +42,7 @@ def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=N
     else:
         h = snapshot(_host(obj), dtype)
         if h.dtype.kind in FOREIGN_KINDS:
-            return np.array(h, copy=False, order=order, ndmin=ndmin)
+            return np.array(h, copy=None, order=order, ndmin=ndmin)
         out = ndarray(Var(G.leaf(h)))
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
@@ -473,15 +473,9 @@ def _overlap(a, b, fn, max_work):
         return fn(a, b, max_work=max_work)
     if a._var is not b._var:
         return False
-    from .array import apply_step_numpy
     base = np.empty(a._var.node.shape, np.uint8)
-    views = []
-    for x in (a, b):
-        v = base
-        for kind, arg in x._view.steps:
-            v = apply_step_numpy(v, kind, arg)
-        views.append(v)
-    return bool(fn(views[0], views[1], max_work=max_work))
+    return bool(fn(apply_view_numpy(base, a._view.steps), apply_view_numpy(base, b._view.steps),
+                   max_work=max_work))
 
 
 def shares_memory(a, b, max_work=None):

@@ -106,7 +106,9 @@ def _guarded(name: str, fn):
     return call
 
 
-_LAZY.update({n: _guarded(n, f) for n, f in _LAZY.items() if not isinstance(f, ufunc)})
+# array and asarray hand foreign data back as NumPy arrays themselves, without a fallback
+_LAZY.update({n: _guarded(n, f) for n, f in _LAZY.items()
+              if not isinstance(f, ufunc) and n not in ("array", "asarray")})
 globals().update(_LAZY)
 from . import linalg, random  # noqa: E402,F401
 
