@@ -133,8 +133,9 @@ def run_now(node: Node, site: Site | None) -> Node:
             vals[id(n)] = apply_ref(n, args)
         for w in caught:
             _warn_at(w, site)
-        if CONFIG.check_nans:
-            _check_made(n, vals[id(n)], args, site)
+        kind = _made(vals[id(n)], args) if CONFIG.check_nans else None
+        if kind is not None:
+            _raise_made(n, kind, site)
     return G.leaf(np.asarray(vals[id(node)]))
 
 
@@ -147,15 +148,19 @@ def _warn_at(w: warnings.WarningMessage, site: Site | None) -> None:
                            module=site.module.get("__name__"), registry=reg)
 
 
-def _check_made(n: Node, value, args, site: Site | None) -> None:
-    """Raise FloatingPointError at the op's line if it made a NaN or inf from finite inputs."""
+def _made(value, args) -> str | None:
+    """"nan" or "inf" if value holds one and no argument did (this op made it), else None."""
     kind = _nonfinite(value)
-    if kind is not None and not any(_nonfinite(a) for a in args):
-        what = "invalid value (nan)" if kind == "nan" else "overflow or divide by zero (inf)"
-        err = FloatingPointError(f"{what} encountered in {n.op} (TRACER_CHECK_NANS)")
-        if site is None:
-            raise err
-        raise_at(err, site, n.op)
+    return kind if kind is not None and not any(_nonfinite(a) for a in args) else None
+
+
+def _raise_made(n: Node, kind: str, site: Site | None) -> None:
+    """TRACER_CHECK_NANS' error, raised at the op's line."""
+    what = "invalid value (nan)" if kind == "nan" else "overflow or divide by zero (inf)"
+    err = FloatingPointError(f"{what} encountered in {n.op} (TRACER_CHECK_NANS)")
+    if site is None:
+        raise err
+    raise_at(err, site, n.op)
 
 
 # ------------------------------------------------------------------ errors found at evaluation
@@ -233,18 +238,17 @@ def check_outputs(roots: list[Node], values: list) -> None:
     finite inputs and raise FloatingPointError at its line."""
     if not any(_nonfinite(v) for v in values):
         return
-    made = []
+    kinds: list[str] = []
 
     def stop(n, v, args):
-        if n.op in ("const", "fusion") or _nonfinite(v) is None or \
-                any(_nonfinite(a) for a in args):
-            return False
-        made.append((v, args))
-        return True
+        kind = _made(v, args) if n.op != "const" else None
+        if kind is not None:
+            kinds.append(kind)
+        return kind is not None
     found = replay(roots, stop)
     if found is not None:
         n, order = found
-        _check_made(n, *made[0], site_of(n, order))
+        _raise_made(n, kinds[0], site_of(n, order))
 
 
 def raise_at(exc: BaseException, site: Site, op: str):
