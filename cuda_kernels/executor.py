@@ -193,8 +193,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
     # kernels that compile at their first launch here, for the progress bar
     cold = {id(k) for k in program.kernels
             if k.pending is None and not getattr(k.fn, "overloads", True)}
-    bar = Bar(len(cold)).__enter__()
-    try:
+    with Bar(len(cold)) as bar:
         for pos, n in enumerate(program.order):
             if n.op == "input":
                 buf = bind.get(id(n)) or n.attr("buf")
@@ -238,8 +237,6 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
                     release(stores.pop(s, None))
             for d in program.dead_after[pos]:
                 vals.pop(d, None)
-    finally:
-        bar.__exit__()
     start_deferred()
     out = []
     for r in program.roots:
