@@ -27,6 +27,7 @@ from .gather import scatter
 from .indexing import assign_full, setitem
 from .reductions import _finish
 from .runtime import fallback_call
+from .shaping import along_axis_key
 from .ufuncs import apply_ufunc
 
 
@@ -168,14 +169,7 @@ def put_along_axis(arr, indices, values, axis):
         axis = 0
     else:
         axis = normalize_axis_index(axis, arr.ndim)
-    if not np.issubdtype(indices.dtype, np.integer):
-        raise IndexError("`indices` must be an integer array")
-    if arr.ndim != indices.ndim:
-        raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    ones = (1,) * arr.ndim
-    key = tuple(indices if d == axis else np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
-                for d, n in enumerate(arr.shape))
-    setitem(arr, key, values)
+    setitem(arr, along_axis_key(arr.shape, indices, axis), values)
 
 
 # ------------------------------------------------------------------ choose

@@ -177,15 +177,19 @@ def take_along_axis(arr, indices, axis=-1):
         if idx.ndim != 1:
             raise ValueError("when axis=None, `indices` must have a single dimension.")
         return ravel(a)[idx]
-    axis = normalize_axis_index(axis, a.ndim)
+    return a[along_axis_key(a.shape, idx, normalize_axis_index(axis, a.ndim))]
+
+
+def along_axis_key(shape: tuple, idx, axis: int) -> tuple:
+    """The index `take_along_axis`/`put_along_axis` use on an array of `shape`: idx along
+    `axis` (normalized), aranges broadcast along the others; NumPy's errors for bad idx."""
     if not np.issubdtype(idx.dtype, np.integer):
         raise IndexError("`indices` must be an integer array")
-    if a.ndim != idx.ndim:
+    if len(shape) != idx.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    ones = (1,) * a.ndim
-    key = tuple(idx if d == axis else np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
-                for d, n in enumerate(a.shape))
-    return a[key]
+    ones = (1,) * len(shape)
+    return tuple(idx if d == axis else np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
+                 for d, n in enumerate(shape))
 
 
 # ------------------------------------------------------------------ splitting
