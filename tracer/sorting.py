@@ -86,24 +86,24 @@ def _sort_kind(kind, stable):
     return "stable" if stable else kind
 
 
+def _sort_op(name: str, npfn, a, axis, kind, order, stable):
+    """sort or argsort: NumPy's checks on a stand-in, then the library op (order= runs NumPy)."""
+    if order is not None:
+        return fallback_call(name, npfn, (a, axis, kind, order), {"stable": stable})
+    a = _lazy(a)
+    npfn(_probe(a), axis, kind, stable=stable)
+    x, ax = _along(a, axis)
+    return _op(name, (x,), axis=ax, kind=_sort_kind(kind, stable))
+
+
 @traced
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    if order is not None:
-        return fallback_call("sort", np.sort, (a, axis, kind, order), {"stable": stable})
-    a = _lazy(a)
-    np.sort(_probe(a), axis, kind, stable=stable)
-    x, ax = _along(a, axis)
-    return _op("sort", (x,), axis=ax, kind=_sort_kind(kind, stable))
+    return _sort_op("sort", np.sort, a, axis, kind, order, stable)
 
 
 @traced
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    if order is not None:
-        return fallback_call("argsort", np.argsort, (a, axis, kind, order), {"stable": stable})
-    a = _lazy(a)
-    np.argsort(_probe(a), axis, kind, stable=stable)
-    x, ax = _along(a, axis)
-    return _op("argsort", (x,), axis=ax, kind=_sort_kind(kind, stable))
+    return _sort_op("argsort", np.argsort, a, axis, kind, order, stable)
 
 
 def _kth(a: ndarray, kth, run) -> int | tuple[int, ...]:
