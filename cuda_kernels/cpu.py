@@ -83,9 +83,13 @@ TRIG_BLOCK = 4096
 
 def _trig_args(body: Node) -> list[Node]:
     """Arguments of float32 sin and cos, whose branch-free helpers reduce large ones
-    (|x| >= 2**16) with a Payne-Hanek step that costs as much as the rest of the function."""
-    return [n.inputs[0] for n in toposort([body]) if n.op in ("sin", "cos") and
+    (|x| >= 2**16) with a Payne-Hanek step that costs as much as the rest of the function.
+    Empty unless every argument has the output's shape: gen_trig_loop reads them at the
+    output's index (a broadcast argument has fewer axes, or length 1)."""
+    shape = fusion_outputs(body)[0].shape
+    args = [n.inputs[0] for n in toposort([body]) if n.op in ("sin", "cos") and
             n.dtype == np.float32]
+    return args if all(a.shape == shape for a in args) else []
 
 
 def gen_trig_loop(em: Emitter, name: str, args: list[Node]) -> str:
@@ -444,9 +448,12 @@ def row_plan(body: Node) -> RowPlan:
                n.op not in ("param", "const", "broadcast_to", "transpose", "reshape", "tuple")]
     outs = fusion_outputs(body)
     final = {id(n) for o in outs if o.shape == shape for n in _reach(o, is_reduce)}
+    # a row value (the reduced axes all of length 1) is computed once per row before any
+    # reduction, never stashed: a stash chosen among them would never be stored
+    hoisted = {id(n) for n in rowvals}
     for red in reds:
         for n in reversed(_reach(red.inputs[0], is_reduce)):
-            if id(n) not in final or n.shape != shape or \
+            if id(n) not in final or n.shape != shape or id(n) in hoisted or \
                     all(m.op in CHEAP_OPS for m in _reach(n, is_reduce)):
                 continue
             if n in outs:  # an output computed in a reduction's pass is stored there

@@ -21,6 +21,48 @@ TYPE_NAMES = {"bool": "_b1", "int8": "_i8", "int16": "_i16", "int32": "_i32", "i
               "float32": "_f32", "float64": "_f64"}
 
 
+# Numba marks signed integer +, - and * `nsw` (overflow undefined), so LLVM may fold
+# `float(x + x) > 0` into `x > 0`; NumPy's int64 wraps around. uint64 arithmetic carries no
+# such flag and has the same bits. Smaller signed types compute in int64 and cannot overflow.
+_WRAP_I64 = {"add": "(_u64({0}) + _u64({1}))", "subtract": "(_u64({0}) - _u64({1}))",
+             "multiply": "(_u64({0}) * _u64({1}))", "square": "(_u64({0}) * _u64({0}))"}
+
+
+# libm functions whose domain errors return a positive NaN, where NumPy's loops return the
+# default NaN (scalar_lib._dnan)
+_LIBM_POSITIVE_NAN = {"log10", "arcsin", "arccos"}
+
+
+def _float_to_int(dt: np.dtype) -> str:
+    """NumPy's float to integer cast (scalar_lib._f2i64 and friends). LLVM's fptosi and fptoui
+    are undefined out of range, and do differ: saturated in vector loops, folded to 0. Types
+    narrower than 32 bits take the low bits of the int32 conversion, as x86 code does."""
+    bits = max(dt.itemsize * 8, 32)
+    return f"_f2{'u' if dt.kind == 'u' and bits == dt.itemsize * 8 else 'i'}{bits}({{0}})"
+
+
+def _one_value(n: Node) -> bool:
+    """n is one value for every element (a scalar, or a single value broadcast): NumPy's loop
+    sees it with stride 0."""
+    if n.ndim == 0:
+        return True
+    return n.op == "broadcast_to" and n.inputs[0].size == 1 and n.inputs[0].shape != n.shape
+
+
+def _numpy_loop(n: Node, tpl: str) -> str:
+    """The template, or where Numba's arithmetic departs from NumPy's C loop for n, the
+    expression that follows the C loop."""
+    if n.dtype == np.int64 and n.op in _WRAP_I64:
+        return _WRAP_I64[n.op]
+    if n.op == "power" and n.dtype.kind == "f" and _one_value(n.inputs[1]):
+        return f"_fpow1{tname(n.dtype)}({{0}}, {{1}})"
+    if n.op in _LIBM_POSITIVE_NAN and n.dtype.kind == "f":
+        return f"_dnan_of({{0}}, {tpl})"
+    if n.op == "cast" and n.dtype.kind in "iu" and n.inputs[0].dtype.kind == "f":
+        return _float_to_int(n.dtype)
+    return tpl
+
+
 def tname(dt: np.dtype) -> str:
     return TYPE_NAMES[np.dtype(dt).name]
 
@@ -135,6 +177,7 @@ class Emitter:
             args = [self.emit(i, idx, out, memo) for i in n.inputs]
             tpl = d.template(tuple(i.dtype for i in n.inputs), n.dtype, self.backend)
             assert tpl is not None, f"no kernel template for {op}"
+            tpl = _numpy_loop(n, tpl)
             self._need(tpl)
             res = self.fresh()
             out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)})")

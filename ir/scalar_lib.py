@@ -109,7 +109,7 @@ def _signbit(a):
 _h("_heaviside", """
 def _heaviside(x, h0):
     if x != x:
-        return x
+        return math.nan  # npy_heaviside returns NPY_NAN, whatever x's sign
     if x == 0:
         return h0
     return 1.0 if x > 0 else 0.0
@@ -150,17 +150,52 @@ def _lcm(a, b):
         x, y = y, x % y
     return (a // x) * b
 """)
+# NumPy's float to integer casts, as x86 computes them: a signed conversion gives the signed
+# minimum for an out-of-range or NaN x; an unsigned one converts x, or x - 2**63 (2**31) with
+# the top bit set again where x is at least that
+for _b in (32, 64):
+    _h(f"_f2i{_b}", f"""
+def _f2i{_b}(a):
+    if a >= -{2.0 ** (_b - 1)!r} and a < {2.0 ** (_b - 1)!r}:
+        return _i{_b}(a)
+    return _i{_b}(-{2 ** (_b - 1)})
+""")
+    _h(f"_f2u{_b}", f"""
+def _f2u{_b}(a):
+    if a >= {2.0 ** (_b - 1)!r}:
+        return _u{_b}(_f2i{_b}(a - {2.0 ** (_b - 1)!r})) ^ _u{_b}({2 ** (_b - 1)})
+    return _u{_b}(_f2i{_b}(a))
+""")
+# x86's default NaN, the result of an invalid operation (0/0, inf - inf, log(-1)): its sign bit
+# is set, and NumPy's loops return it. A NaN constant (math.nan) is positive, and so is the
+# NaN that LLVM folds or libm's log10, asin and acos return.
+_h("_dnan", """
+def _dnan():
+    return math.copysign(math.nan, -1.0)
+""")
+_h("_dnan_of", """
+def _dnan_of(x, r):
+    if r != r and x == x:
+        return math.copysign(r, -1.0)
+    return r
+""")
 _h("_fpow", """
 def _fpow(a, b):
     return a ** b
 """)
 
 
-# npy_fmod, npy_divmod, npy_floor_divide and npy_remainder, statement for statement
+# npy_fmod, npy_divmod, npy_floor_divide and npy_remainder, statement for statement. libm's
+# fmod returns (a * b) / (a * b) for its special cases: a NaN operand (the first, as x86 does),
+# else the default NaN
 _typed("""
 def _fmod_T(a, b):
-    if b == 0 or a != a or b != b:
-        return _T(math.nan)
+    if a != a:
+        return a
+    if b != b:
+        return b
+    if b == 0 or math.isinf(a):
+        return _T(_dnan())
     return math.copysign(abs(a) % abs(b), a)
 """)
 _typed("""
@@ -190,6 +225,16 @@ def _fremainder_T(a, b):
             mod = mod + b
         return mod
     return math.copysign(_T(0.0), b)
+""")
+# NumPy's power loop with one exponent for all elements (POWER_FAST_PATH): sqrt for 0.5
+# (sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where pow gives 0.0 and inf) and 1 / a for -1
+_typed("""
+def _fpow1_T(a, b):
+    if b == _T(0.5):
+        return math.sqrt(a)
+    if b == _T(-1.0):
+        return _T(1.0) / a
+    return a ** b
 """)
 _typed("""
 def _exp2_T(a):
@@ -301,11 +346,14 @@ def _vlog64(x):
     y = dk * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + R) + dk * 1.90821492927058770002e-10)) - f)
     if x > 0 and x < math.inf:
         return y
-    return math.inf if x == math.inf else (-math.inf if x == 0 else math.nan)
+    if x != x:
+        return x
+    return math.inf if x == math.inf else (-math.inf if x == 0 else _dnan())
 """)
+# NumPy's float32 log returns a positive NaN for any NaN (its log2 and log10 keep the sign)
 _h("_vlog32", """
 def _vlog32(x):
-    return _vlog64(float(x))
+    return _vlog64(float(x)) if x == x else math.nan
 """)
 _h("_vlog2_32", """
 def _vlog2_32(x):
