@@ -15,11 +15,11 @@ import numpy as np
 from numba.core import config as numba_config
 
 from ir import Node
-from ir.registry import fusion_outputs
+from ir.registry import fusion_outputs, py_slice
 from ir.interp import eval_node
 from ir.stats import STATS
 from . import cpu
-from .compiler import cache_dir, purge_disk_cache, write_atomic
+from .compiler import cache_dir, purge_disk_cache, writable, write_atomic
 from .emit import key_hash
 from .scatter_cpu import run_scatter
 
@@ -182,7 +182,8 @@ def init_nrt(ctx) -> None:
         library.enable_object_caching()
         library.add_ir_module(ir_mod)
         library.finalize()
-        write_atomic(path, pickle.dumps(library.serialize_using_object_code()))
+        if writable():
+            write_atomic(path, pickle.dumps(library.serialize_using_object_code()))
     rtsys._library = library
     rtsys._init = True
 
@@ -319,7 +320,7 @@ class CpuBackend:
             return run_scatter(n, args, self._update_target(args[0], inplace))
         if n.op == "setslice":
             out = self._update_target(args[0], inplace)(args[0].shape, args[0].dtype)
-            out[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in n.attr("slices"))] = args[1]
+            out[tuple(py_slice(*s) for s in n.attr("slices"))] = args[1]
             return out
         return eval_node(n, args)
 

@@ -30,7 +30,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 from ir.config import CONFIG
 from ir.stats import STATS
-from .compiler import Kernel, cache_dir
+from . import compile_worker
+from .compiler import Kernel, module_path, writable
 from .progress import Bar
 
 _POOL: ProcessPoolExecutor | None = None
@@ -53,7 +54,9 @@ def pool() -> ProcessPoolExecutor:
     if _POOL is None or _POOL_SIZE != n:
         if _POOL is not None:
             _POOL.shutdown(wait=True)
-        _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=compile_worker.exit_with_parent,
+                                    initargs=(os.getpid(),))
         _POOL_SIZE = n
     return _POOL
 
@@ -96,10 +99,9 @@ def _main_hidden():
 
 
 def _submit(k: Kernel, sig: tuple) -> Future:
-    from . import compile_worker
-    path = os.path.join(cache_dir(), "gen", f"{k.module}.py")
     with _main_hidden():
-        return pool().submit(compile_worker.compile_one, path, k.module, k.name, sig)
+        return pool().submit(compile_worker.compile_one, module_path(k.module), k.module, k.name,
+                             sig)
 
 
 def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
@@ -116,8 +118,8 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
             STATS.cache_hits_disk += 1
         else:
             missing.append((k, sig))
-    if not missing or workers() == 0:
-        return  # compiled in this process at launch
+    if not missing or workers() == 0 or not writable():
+        return  # compiled in this process at launch (a worker's compile reaches us on disk)
     tiered = CONFIG.compile_mode == "tiered"
     if not tiered and len(missing) < 2:
         return  # one kernel: a worker would only add its start-up

@@ -3,7 +3,26 @@ Numba's one-off set-up in that process (about a second); no warm-up job runs bef
 one would only add its own compile to that."""
 from __future__ import annotations
 
+import os
+import threading
 import time
+
+PARENT_POLL_S = 0.2
+
+
+def exit_with_parent(parent: int) -> None:
+    """Pool initializer: end this worker when its parent is gone. A parent killed outright
+    (SIGKILL) never shuts its pool down, and a worker waiting for a job would wait forever:
+    it holds the write end of its own job queue, so it never reads end-of-file there, and
+    while it lives so does the resource tracker whose pipe it also holds."""
+    threading.Thread(target=_watch, args=(parent,), name="exit-with-parent",
+                     daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:  # a dead parent's children are handed to another process
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 def compile_one(path: str, module: str, name: str, sig: tuple) -> float:

@@ -4,15 +4,23 @@ The in-memory key is the body's canonical structure with sizes abstracted (see e
 plus the backend and the flat/strided variant. Generated modules are written once, atomically,
 under TRACER_CACHE_DIR, and registered in sys.modules before they run (Numba's disk cache needs
 both: see NUMBA_NOTES.md section 4).
+
+A damaged cache is repaired, with one warning: a file where one of its folders belongs (or a
+folder where a file belongs) is removed, and a batch module whose text no longer matches the
+hash in its name (truncated, overwritten) is generated again. A cache that cannot be written
+(read-only, or under no writable home) is not used: modules are compiled in memory, with one
+warning, and nothing is kept for later runs.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,12 +30,71 @@ from ir.stats import STATS
 from .emit import body_key, key_hash, type_aliases
 
 
+_WARNED: set[str] = set()
+
+
+def warn_once(topic: str, message: str) -> None:
+    """One warning per topic and process: a damaged or read-only cache would otherwise warn
+    at every kernel."""
+    if topic not in _WARNED:
+        _WARNED.add(topic)
+        warnings.warn(f"tracer: {message}", RuntimeWarning, stacklevel=3)
+
+
+def damaged(what: str) -> None:
+    warn_once("damaged", f"the kernel cache had a damaged entry ({what}); damaged entries are "
+                         "built again")
+
+
+def read_only(why: str) -> None:
+    warn_once("read-only", f"no writable kernel cache ({why}); compiling in memory, so nothing "
+                           "is kept for later runs")
+
+
+_WRITABLE: dict[str, bool] = {}  # cache folder -> whether it can be written (checked once)
+
+
 def cache_dir() -> str:
     d = os.environ.get("TRACER_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "tracer")
-    os.makedirs(os.path.join(d, "gen"), exist_ok=True)
+    if d not in _WRITABLE:
+        _WRITABLE[d] = _prepare(d)
     return d
+
+
+def writable() -> bool:
+    """Whether kernels go to disk; if not, they are compiled in memory (see the module doc)."""
+    return _WRITABLE[cache_dir()]
+
+
+def _prepare(d: str) -> bool:
+    """Make the cache's folders, replacing whatever else stands where one belongs; whether
+    the cache can be written."""
+    gen = os.path.join(d, "gen")
+    try:
+        for sub in (gen, os.path.join(gen, "index"), os.path.join(gen, "__pycache__")):
+            if os.path.lexists(sub) and not os.path.isdir(sub):
+                damaged(f"{sub} is not a folder")
+                _remove(sub)
+            os.makedirs(sub, exist_ok=True)
+        with tempfile.TemporaryFile(dir=gen):
+            pass
+        return True
+    except OSError as e:
+        read_only(f"{d}: {e.strerror or e}")
+        return False
+
+
+def _remove(path: str) -> None:
+    """Remove a file or a folder (another process may have removed it first)."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 @dataclass
@@ -54,7 +121,13 @@ _MEM: dict[tuple[str, str, bool, bool], Kernel] = {}
 
 def write_atomic(path: str, data: str | bytes) -> None:
     """Write a file whole or not at all (a temporary file renamed over it), so a process
-    reading it at the same time sees the old or the new contents, never a part."""
+    reading it at the same time sees the old or the new contents, never a part. A folder
+    standing where the file belongs (a damaged cache) is removed first, and a folder removed
+    while this process runs is made again."""
+    if os.path.isdir(path):
+        damaged(f"{path} is a folder")
+        _remove(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
@@ -65,13 +138,41 @@ def write_atomic(path: str, data: str | bytes) -> None:
         raise
 
 
+def cached_njit(**options):
+    """numba.njit with Numba's disk cache where Numba can write it (beside the module, or in
+    the user's cache folder); else (a read-only install and no writable home) compiled in
+    memory in each process, with one warning, where `cache=True` would raise."""
+    from numba import njit
+
+    def decorate(fn):
+        try:
+            return njit(cache=True, **options)(fn)
+        except RuntimeError as e:  # numba: "cannot cache function ...: no locator available"
+            read_only(str(e))
+            return njit(**options)(fn)
+    return decorate
+
+
+_SOURCES: dict[str, str] = {}  # modules compiled in memory (no writable cache): path -> source
+
+
+def module_path(name: str) -> str:
+    return os.path.join(cache_dir(), "gen", f"{name}.py")
+
+
 def write_module(name: str, source: str) -> str:
-    """Write the module once (atomic rename), so its mtime, and Numba's cache, stay valid."""
-    path = os.path.join(cache_dir(), "gen", f"{name}.py")
-    if os.path.exists(path):
+    """Write the module once (atomic rename), so its mtime, and Numba's cache, stay valid.
+    Without a writable cache it is kept in memory, without Numba's disk cache."""
+    path = module_path(name)
+    if not writable():
+        _SOURCES[path] = source.replace(", cache=True)", ")")
+        return path
+    try:
         with open(path) as f:
             if f.read() == source:
                 return path
+    except (OSError, UnicodeDecodeError):  # not written yet, or damaged: written anew
+        pass
     write_atomic(path, source)
     return path
 
@@ -106,7 +207,14 @@ def import_module(name: str, path: str, inject: dict | None = None):
     mod = importlib.util.module_from_spec(spec)
     mod.__dict__.update(inject or {})
     sys.modules[modname] = mod  # before exec: Numba's cache pickles refer to it
-    spec.loader.exec_module(mod)
+    try:
+        if path in _SOURCES:
+            exec(compile(_SOURCES[path], path, "exec"), mod.__dict__)
+        else:
+            spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[modname]  # a later import tries again
+        raise
     return mod
 
 
@@ -127,19 +235,33 @@ def _gen_hash(gen) -> str:
 def _indexed_module(name: str, gen) -> str | None:
     """The generated module that already holds kernel `name` with this very source (written by
     an earlier batch, in this process or another; a tracer whose code generation changed
-    writes anew), or None."""
+    writes anew), or None. A module whose text does not match its name's hash is damaged."""
+    if not writable():
+        return None
     try:
         with open(_index_path(name)) as f:
             mod, h = f.read().split()
     except (OSError, ValueError):
         return None
-    ok = h == _gen_hash(gen) and os.path.exists(os.path.join(cache_dir(), "gen", f"{mod}.py"))
-    return mod if ok else None
+    if h != _gen_hash(gen):
+        return None
+    try:
+        with open(module_path(mod)) as f:
+            intact = key_hash(f.read()) == mod.rsplit("_", 1)[-1]
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):  # a folder, or not text
+        intact = False
+    if not intact:
+        damaged(f"{module_path(mod)} does not match its hash")
+        _remove(module_path(mod))
+        sys.modules.pop(f"tracer_gen.{mod}", None)
+    return mod if intact else None
 
 
 def _write_index(name: str, module: str, gen) -> None:
-    os.makedirs(os.path.dirname(_index_path(name)), exist_ok=True)
-    write_atomic(_index_path(name), f"{module} {_gen_hash(gen)}")
+    if writable():
+        write_atomic(_index_path(name), f"{module} {_gen_hash(gen)}")
 
 
 _DEF = re.compile(r"^def (\w+)\(", re.M)
@@ -210,8 +332,7 @@ def _load_new(be, new: dict[tuple, tuple]) -> None:
             where[name] = batch
     inject = getattr(be, "module_globals", dict)()
     for mk, (name, body, kind, flat, parallel) in new.items():
-        mod = import_module(where[name], os.path.join(cache_dir(), "gen", f"{where[name]}.py"),
-                            inject)
+        mod = import_module(where[name], module_path(where[name]), inject)
         gen = gens[name]
         _MEM[mk] = Kernel(name, be.name, kind, "\n".join([gen.header, gen.helpers, "", gen.kernel]),
                           mk[1], flat, parallel, fn=getattr(mod, name), n_consts=len(gen.consts),

@@ -273,7 +273,7 @@ class CudaBackend:
         t0 = time.perf_counter()
         tpb = _tpb()
         if kernel.kind == "loop":
-            sizes = (1,) if out.ndim == 0 or kernel.flat else tuple(out.shape)
+            sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
             total = _math.prod(sizes)
             if total:
                 fn[self._blocks(total, tpb), tpb](*targets, *params, *consts, *sizes)

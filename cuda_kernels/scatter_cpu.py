@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ir import Node
 from ir.registry import scatter_key
+from .compiler import cached_njit
 
 PRIVATE_MIN_UPDATES = 1 << 16   # below this, threads cost more than they save
 PRIVATE_MAX_BYTES = 64 << 20    # private bins of all threads together
 
 
-@njit(cache=True)
+@cached_njit()
 def _add_rows(out, idx, v):
     """out[idx[q]] += v[q] in index order; returns the first q whose index is out of bounds
     (nothing is added from there on), or -1."""
@@ -37,13 +38,13 @@ def _add_rows(out, idx, v):
     return -1
 
 
-@njit(parallel=True, cache=True)
+@cached_njit(parallel=True)
 def _add_rows_private(out, idx, v, nt):
     """As _add_rows, each thread adding a contiguous part of the updates into private bins,
     then the bins added into out in thread order."""
     n, m = out.shape
     k = idx.shape[0]
-    parts = np.zeros((nt, n, m), out.dtype)
+    parts = np.full((nt, n, m), -0.0, out.dtype)  # -0.0 + x is x, -0.0 included
     bad = np.full(nt, k, np.int64)
     chunk = (k + nt - 1) // nt
     for t in prange(nt):
@@ -66,12 +67,12 @@ def _add_rows_private(out, idx, v, nt):
     return -1
 
 
-@njit(parallel=True, cache=True)
+@cached_njit(parallel=True)
 def _add_private_1d(out, idx, v, nt):
     """_add_rows_private for one element per row (the common `add.at(bins, idx, vals)`)."""
     n = out.shape[0]
     k = idx.shape[0]
-    parts = np.zeros((nt, n), out.dtype)
+    parts = np.full((nt, n), -0.0, out.dtype)  # (see _add_rows_private)
     bad = np.full(nt, k, np.int64)
     chunk = (k + nt - 1) // nt
     for t in prange(nt):

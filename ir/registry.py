@@ -327,8 +327,16 @@ def _slice_shape(shapes, attrs):
     return tuple(slice_len(*s) for s in attrs["slices"])
 
 
+def py_slice(start: int, stop: int, step: int) -> slice:
+    """The Python slice for a `slice.indices` triple. Its stop -1 with a negative step means
+    "past element 0", not the last element; an empty triple may even start at -1."""
+    if slice_len(start, stop, step) == 0:
+        return slice(0, 0, 1)
+    return slice(start, stop if stop >= 0 else None, step)
+
+
 def _slice_ref(x, slices):
-    return x[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in slices)]
+    return x[tuple(py_slice(*s) for s in slices)]
 
 
 register(OpDef("broadcast_to", Kind.MOVEMENT, 1, _bcast_shape, _same_dtype,
@@ -339,6 +347,26 @@ register(OpDef("transpose", Kind.MOVEMENT, 1,
 register(OpDef("reshape", Kind.MOVEMENT, 1, _reshape_shape, _same_dtype,
                ref=lambda x, shape: np.reshape(x, shape)))
 register(OpDef("slice", Kind.MOVEMENT, 1, _slice_shape, _same_dtype, ref=_slice_ref))
+
+
+def _bitcast_shape(shapes, attrs):
+    """ndarray.view(dtype) of a C-contiguous value: the last axis holds the same bytes."""
+    (shape,), dt = shapes, np.dtype(attrs["dtype"])
+    src = np.dtype(attrs["src"]).itemsize
+    if src == dt.itemsize:
+        return tuple(shape)
+    return tuple(shape[:-1]) + (shape[-1] * src // dt.itemsize,)
+
+
+def _bitcast_ref(x, dtype, src):
+    # a copy: the executor gives this op's result a buffer of its own
+    return np.array(x, order="C").view(np.dtype(dtype))
+
+
+# attrs: dtype (the new one) and src (the input's, for the shape rule); a library-free
+# NumPy call, so it runs in the interpreter between kernels
+register(OpDef("bitcast", Kind.OTHER, 1, _bitcast_shape, lambda d, a: np.dtype(a["dtype"]),
+               ref=_bitcast_ref))
 
 
 def _chunk_shape(shapes, attrs):
@@ -397,7 +425,7 @@ register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=
 
 def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
     out = np.array(base, copy=True)
-    out[tuple(slice(a, b if b >= 0 else None, c) for a, b, c in slices)] = value
+    out[tuple(py_slice(*s) for s in slices)] = value
     return out
 
 

@@ -129,6 +129,8 @@ def test_every_ufunc_kernel_compiles_to_ptx(name, dtype):
     from test_sweep import inputs
     uf = getattr(np, name)
     args = [np.asarray(a) for a in inputs(uf._uf.nin, dtype)]
+    if name == "power" and dtype != "float32":  # NumPy raises for negative integer exponents
+        args[1] = np.abs(args[1])
     with context(backend="cuda", cuda_sim=False):
         plan = tracer.explain(uf(*args))
     fusions = [n for n in toposort(plan.graph_after.roots) if n.op == "fusion"]
