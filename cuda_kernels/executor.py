@@ -19,7 +19,7 @@ from .compiler import Kernel, get_kernels
 from .progress import Bar
 from .cpu import is_flat
 from .emit import Emitter
-from .tiled import run_tiled
+from .tiled import fits as tiled_fits, run_tiled
 
 LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter") + library_ops.NAMES
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
@@ -202,9 +202,11 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
                 vals[id(n)] = const_value(n)
             elif id(n) in program.fills:
                 vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
-            elif n.op == "fusion" and not ready(be, program.kernel_of[id(n)]):
+            elif n.op == "fusion" and not ready(be, program.kernel_of[id(n)]) and tiled_fits(n):
                 t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it meanwhile
-                vals[id(n)] = run_tiled(n, [vals[id(i)] for i in n.inputs])
+                params = [vals[id(i)] for i in n.inputs]
+                vals[id(n)] = _fresh_outputs(run_tiled(n, params), params)
+                del params
                 STATS.tiered_runs += 1
                 STATS.run_s += time.perf_counter() - t0
             elif n.op == "fusion":
@@ -245,6 +247,24 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
             v = np.asarray(v)
         out.append(Buffer(v))
     return out
+
+
+def _fresh_outputs(got, params: list):
+    """The tiled tier's results as a kernel's are: fresh, writeable buffers. NumPy returns a
+    view where the group's output is a movement of a param (or of another output), and buffer
+    assignment may update a fusion's output in place: the view would write into its source."""
+    taken = {id(s) for s in _storages(params)}
+    outs = []
+    many = isinstance(got, (list, tuple))
+    for v in got if many else [got]:
+        mine = _storages(v)
+        if isinstance(v, np.ndarray) and (not v.flags.writeable or
+                                          any(id(s) in taken for s in mine)):
+            v = np.array(v)
+            mine = [v]
+        taken.update(id(s) for s in mine)
+        outs.append(v)
+    return outs if many else outs[0]
 
 
 def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int | None = None):

@@ -2,18 +2,22 @@
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 _POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()  # user threads may ask for the pool at once
 PARALLEL_BYTES = 1 << 22  # below this a copy is quicker than handing it to threads
 
 
 def pool() -> ThreadPoolExecutor:
     if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                                        thread_name_prefix="tracer-host"))
+        with _POOL_LOCK:
+            if not _POOL:
+                _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                                thread_name_prefix="tracer-host"))
     return _POOL[0]
 
 

@@ -55,9 +55,12 @@ class Storage:
             i = self.alias[i]
         return i
 
-    def _merge(self, n: Node, s: int, pos: int) -> None:
+    def _merge(self, n: Node, s: int, pos: int, keep: set[int]) -> None:
+        """n's value is written into storage s; a result's storage (keep) stays one."""
         self.alias[id(n)] = s
         self.last[s] = self.last.get(id(n), pos)
+        if id(n) in keep:
+            keep.add(s)
 
     def reusable_param(self, n: Node, pos: int, keep: set[int]) -> int | None:
         """For an elementwise fusion: a param whose buffer this graph made, that dies here, is
@@ -89,7 +92,7 @@ class Storage:
             if reuse is not None and n.op == "fusion":
                 k = self.reusable_param(n, pos, keep)
                 if k is not None and reuse(n, k):
-                    self._merge(n, self.find(id(n.inputs[k])), pos)
+                    self._merge(n, self.find(id(n.inputs[k])), pos, keep)
                 continue
             if n.op not in UPDATE_OPS:
                 continue
@@ -99,7 +102,7 @@ class Storage:
                 all(self.find(id(i)) != s for i in n.inputs[1:])
             if can and decide(n):
                 inplace.add(id(n))
-                self._merge(n, s, pos)
+                self._merge(n, s, pos, keep)
             elif s in self.made or not consts_only(n.inputs[0]):
                 copied += n.inputs[0].nbytes
         return inplace, copied

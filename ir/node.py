@@ -97,9 +97,9 @@ def _setters():
 
 
 def _purge() -> None:
-    dead = [k for k, r in _table.items() if r() is None]
+    dead = [k for k, r in list(_table.items()) if r() is None]  # (list: threads may insert)
     for k in dead:
-        del _table[k]
+        _table.pop(k, None)
     _purge_at[0] = max(1 << 16, 2 * len(_table))
 
 

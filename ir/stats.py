@@ -18,7 +18,7 @@ class Stats:
     plan_cache_hits: int = 0
     tiered_runs: int = 0      # fused groups run by NumPy while their kernel compiled
     split_chunks: int = 0     # chunks run by memory_budget's splitter
-    planned_peak_bytes: int = 0   # the last budgeted evaluation: planned intermediates
+    planned_peak_bytes: int = 0   # the last budgeted evaluation: planned intermediates and results
     measured_peak_bytes: int = 0  # ... and the most its run held at once
     trace_s: float = 0.0
     optimize_s: float = 0.0

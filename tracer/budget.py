@@ -1,23 +1,29 @@
-"""`tracer.memory_budget`: evaluations that hold at most a given number of bytes of intermediates.
+"""`tracer.memory_budget`: evaluations that allocate at most a given number of bytes.
 
-The budget covers the buffers an evaluation allocates for its intermediate values (planned by
-buffer assignment's liveness, then measured while it runs). The inputs and the requested
-outputs are the user's and are not counted. A program whose plan needs more is split along
-the rows of an input that its outputs depend on row by row (opt/splitter.py), in chunks whose
-plan fits; a program that cannot be made to fit raises MemoryBudgetError before anything is
-allocated.
+The budget covers the memory an evaluation allocates: its intermediate values (planned by
+buffer assignment's liveness, then measured while it runs) and its results, which are new
+memory too. The inputs (and results that are inputs or views of them) are the user's, already
+held, and are not counted. The planned need, peak of intermediates plus results, bounds what
+the run holds; the tiered path (cuda_kernels/tiled.py) keeps within what the plan leaves. A
+program whose plan needs more is split along the rows of a value that its outputs depend on
+row by row (opt/splitter.py), in chunks whose need fits beside what the split holds; a program
+that cannot be made to fit raises MemoryBudgetError before anything is allocated, naming the
+smallest budget that works.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+import cuda_kernels
 from ir import Buffer, make, toposort
 from ir.liveness import VIEW_OPS
 from ir.stats import STATS
-from cuda_kernels.executor import over_one_element
+from cuda_kernels import backends, tiled
+from cuda_kernels.executor import PeakMeter, over_one_element
 from opt import splitter
 from opt.splitter import row_block
 
@@ -27,13 +33,13 @@ _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$", re.I)
 
 
 class MemoryBudgetError(MemoryError):
-    """An evaluation's intermediates cannot be made to fit the active memory_budget; raised
-    before anything is allocated."""
+    """An evaluation cannot be made to fit the active memory_budget; raised before anything
+    is allocated."""
 
 
 @dataclass(frozen=True)
 class Budget:
-    limit: int        # bytes of intermediates an evaluation may hold
+    limit: int        # bytes an evaluation may allocate: intermediates and results
     split_size: int   # largest chunk of a split value, in bytes
 
 
@@ -79,12 +85,12 @@ def parse_size(limit, backend: str = "cpu") -> int:
 
 
 class memory_budget:
-    """`with tracer.memory_budget("1 GiB"):` evaluations inside hold at most this many bytes
-    of intermediate buffers (the inputs and the requested outputs are the user's and are not
-    counted). `limit`: bytes, a string such as "512 MiB" or "2GB", or "50%" of the memory
-    free when the block is entered (the device's on the cuda backend). `split_size`: the
-    largest chunk of a split value, in bytes (default: a quarter of the limit). Budgets nest;
-    the innermost is in force."""
+    """`with tracer.memory_budget("1 GiB"):` evaluations inside allocate at most this many
+    bytes, intermediates and results (the inputs are the user's and are not counted).
+    `limit`: bytes, a string such as "512 MiB" or "2GB", or "50%" of the memory free when the
+    block is entered (the device's on the cuda backend). `split_size`: the largest chunk of a
+    split value, in bytes (default: a quarter of the limit). Budgets nest; the innermost is in
+    force."""
 
     def __init__(self, limit, split_size=None):
         from .runtime import backend
@@ -114,10 +120,57 @@ def fmt_bytes(n: int) -> str:
 
 # ------------------------------------------------------------------ budgeted evaluation
 
+def _result_bytes(program) -> int:
+    """The memory a program's results take that is new: a result that is an input, or a view
+    of one, is the user's."""
+    bases = {}
+    for r in program.roots:
+        while r.op in VIEW_OPS:
+            r = r.inputs[0]
+        if r.op not in ("input", "const"):
+            bases[id(r)] = r.nbytes
+    return sum(bases.values())
+
+
+def need_bytes(program) -> int:
+    """What a program allocates at most: its planned peak of intermediates plus its results."""
+    return program.peak_bytes + _result_bytes(program)
+
+
+def run(roots, program, bind, budget: Budget, be: str, execute) -> list:
+    """Evaluate a planned program within the budget: whole where what it allocates fits, split
+    (run_split) where not. The tiered path (cuda_kernels/tiled.py) may use what the plan
+    leaves of the budget."""
+    need = need_bytes(program)
+    if need > budget.limit:
+        return run_split(roots, program, budget, be, execute)
+    meter = PeakMeter()
+    with tiled.room(budget.limit - need), _no_idle_blocks(be):
+        bufs = cuda_kernels.run(program, bind, meter)
+    STATS.planned_peak_bytes = need
+    STATS.measured_peak_bytes = meter.peak + _result_bytes(program)
+    return bufs
+
+
+@contextlib.contextmanager
+def _no_idle_blocks(be: str):
+    """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool):
+    under a budget, one of another size must not stay beside a new block (the last, shorter
+    chunk of a split), so none is kept."""
+    pool = getattr(backends.get(be), "pool", None)
+    if pool is None:
+        yield
+        return
+    old, pool.IDLE_CAP = pool.IDLE_CAP, 0
+    try:
+        yield
+    finally:
+        pool.IDLE_CAP = old
+
+
 def _largest(program, k: int = 3) -> str:
-    """The biggest intermediates of a program and the ops that make them."""
-    roots = {id(r) for r in program.roots}
-    made = [n for n in _made(program) if id(n) not in roots and n.nbytes]
+    """The biggest values a program makes and the ops that make them."""
+    made = [n for n in _made(program) if n.nbytes]
     made.sort(key=lambda n: -n.nbytes)
     parts = []
     for n in made[:k]:
@@ -131,9 +184,9 @@ def _largest(program, k: int = 3) -> str:
 
 def over_budget(program, budget: Budget, why: str, smallest: int) -> MemoryBudgetError:
     return MemoryBudgetError(
-        f"tracer.memory_budget: this evaluation plans {fmt_bytes(program.peak_bytes)} of "
-        f"intermediate buffers, over the budget of {fmt_bytes(budget.limit)}; {why}. Largest "
-        f"buffers: {_largest(program)}. The smallest budget that would work: "
+        f"tracer.memory_budget: this evaluation plans {fmt_bytes(need_bytes(program))} of "
+        f"intermediate buffers and results, over the budget of {fmt_bytes(budget.limit)}; "
+        f"{why}. Largest buffers: {_largest(program)}. The smallest budget that would work: "
         f"{fmt_bytes(smallest)} ({smallest} bytes).")
 
 
@@ -149,16 +202,95 @@ def _made(program) -> list:
     return [n for n in program.order if n.op not in ("input", "const", "output") + VIEW_OPS]
 
 
-def _chunk_need(targets, split, rows: int, src_rows, realized, be) -> int:
-    """Bytes a chunk of `rows` holds: its planned peak plus its results."""
+def _need(g, be) -> int:
+    """What evaluating graph g allocates at most (nothing is allocated to find out)."""
     from . import plans
-    g = splitter.chunk_graph(targets, split, 0, rows, src_rows(0, rows), realized)
-    program, _, _ = plans.plan(g, be)
-    return program.peak_bytes + sum(n.nbytes for n in g)
+    return need_bytes(plans.plan(g, be)[0])
 
 
 def _leaf_of(n, value):
     return make("input", (), n.shape, n.dtype, (("buf", Buffer(value)),))
+
+
+@contextlib.contextmanager
+def _beside(budget: Budget, held: int):
+    """Evaluations inside run within what `held` bytes leave of the budget."""
+    _STACK.append(Budget(max(1, budget.limit - held), budget.split_size))
+    try:
+        yield
+    finally:
+        _STACK.pop()
+
+
+@dataclass
+class _Stages:
+    """A split evaluation's plan: what each stage allocates beside what it holds."""
+    split: splitter.Split
+    deps: list      # (root, its row axis): written chunk by chunk into arrays made first
+    cuts: list      # reductions over the split rows, combined from the chunks' partials
+    pre: list       # values read whole by the chunks, and the results independent of them
+    post: list      # results computed from the combined reductions
+    held: int       # bytes held through the chunks: pre, the partials and the deps' arrays
+    pre_need: int
+    post_need: int
+
+    def chunk_graph(self, rows: int, lo: int, src_rows, realized) -> list:
+        targets = self.deps + [(c, None) for c in self.cuts]
+        return splitter.chunk_graph(targets, self.split, lo, min(lo + rows, self.split.rows),
+                                    src_rows(lo, min(lo + rows, self.split.rows)), realized)
+
+    def smallest(self, chunk_need: int) -> int:
+        """The budget the three stages need, with chunks of this need."""
+        return max(self.pre_need, self.held + chunk_need, self.held + self.post_need)
+
+
+def _stages(roots, split, be) -> _Stages:
+    deps = [(r, a) for r, a in zip(roots, split.root_axes) if isinstance(a, int)]
+    cuts = [c for c, _ in split.cuts.values()]
+    post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
+            split.cuts]
+    pre = ([split.source] if split.source.op != "input" else []) + split.frontier + \
+        [r for r, a in zip(roots, split.root_axes) if a is None]
+    pre = list({id(n): n for n in pre}.values())
+    held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts) + \
+        sum(r.nbytes for r, _ in deps)
+    pre_need = _need(pre, be) if pre else 0
+    post_need = 0
+    if post:
+        stand = {id(n): _stand_in(n) for n in pre + cuts}
+        post_need = _need(splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None,
+                                               stand), be)
+    return _Stages(split, deps, cuts, pre, post, held, pre_need, post_need)
+
+
+def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be) -> tuple[int, int]:
+    """(rows, need): the most rows a chunk may have whose need fits beside what is held, or
+    raise MemoryBudgetError naming the smallest budget that works."""
+    stand = {id(n): _stand_in(n) for n in st.pre}
+    split, n_rows = st.split, st.split.rows
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be)  # noqa: E731
+    # start from chunks whose biggest value is about split_size (the big values grow with the
+    # rows), then shrink until the chunk's plan fits beside what is held
+    biggest = max([n.nbytes for n in _made(program)] + [1])
+    rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
+    need = need_of(rows)
+    while st.held + need > budget.limit and rows > 1:
+        room = max(budget.limit - st.held, 1)
+        rows = max(1, min(rows - 1, int(rows * room / need * 0.95)))
+        need = need_of(rows)
+    if st.smallest(need) <= budget.limit:
+        return rows, need
+    smallest = min(need_bytes(program), st.smallest(need_of(1)))
+    if st.held + need > budget.limit:
+        why = (f"split into single rows along axis {split.axis} of {split.source.dtype}"
+               f"{list(split.source.shape)} it still needs {fmt_bytes(st.held + need)}, "
+               f"{fmt_bytes(st.held)} of it held through the chunks (the row-wise results, "
+               f"the values the chunks read whole)")
+    elif st.pre_need > budget.limit:
+        why = f"the values the chunks read whole need {fmt_bytes(st.pre_need)}"
+    else:
+        why = f"what follows the split reductions needs {fmt_bytes(st.held + st.post_need)}"
+    raise over_budget(program, budget, why, smallest)
 
 
 def run_split(roots, program, budget: Budget, be: str, execute) -> list:
@@ -168,91 +300,64 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     Stages: the values the chunks read whole (and outputs independent of the split rows);
     the chunks, each writing its rows of the row-wise outputs and adding its partial to each
     reduction over the rows (combined in chunk order); then the outputs computed from those
-    combined reductions."""
-    from . import plans
+    combined reductions. The chunks and what follows them run within what the earlier stages
+    hold of the budget."""
     split = splitter.find(roots)
     if split is None:
         raise over_budget(program, budget, "no input or value has rows that every output "
-                          "follows, so it cannot be split", program.peak_bytes)
-    deps = [(r, a) for r, a in zip(roots, split.root_axes) if isinstance(a, int)]
-    cuts = [c for c, _ in split.cuts.values()]
-    targets = deps + [(c, None) for c in cuts]
-    post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
-            split.cuts]
-    pre = ([split.source] if split.source.op != "input" else []) + split.frontier + \
-        [r for r, a in zip(roots, split.root_axes) if a is None]
-    pre = list({id(n): n for n in pre}.values())
-    held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts)  # held through the chunks
-    # plan the chunks on stand-ins of the realized values: nothing is allocated yet
-    stand = {id(n): _stand_in(n) for n in pre}
-    if split.source.op == "input":
-        whole = split.source.attr("buf").value
-        src_rows = lambda lo, hi: row_block(whole, split.axis, lo, hi)  # noqa: E731
-    else:
-        src_rows = lambda lo, hi: row_block(stand[id(split.source)].attr("buf").value,  # noqa: E731
-                                        split.axis, lo, hi)
-    n_rows = split.rows
-    # start from chunks whose biggest value is about split_size (the big values grow with the
-    # rows), then shrink until the chunk's plan fits beside what is held
-    biggest = max([n.nbytes for n in _made(program)] + [1])
-    rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
-    need = _chunk_need(targets, split, rows, src_rows, stand, be)
-    while held + need > budget.limit:
-        if rows == 1:
-            raise over_budget(program, budget, f"split into single rows along axis "
-                              f"{split.axis} of {split.source.dtype}{list(split.source.shape)}"
-                              f" it still needs {fmt_bytes(held + need)}", held + need)
-        room = max(budget.limit - held, 1)
-        rows = max(1, min(rows - 1, int(rows * room / need * 0.95)))
-        need = _chunk_need(targets, split, rows, src_rows, stand, be)
-    if post:
-        post_program, _, _ = plans.plan(
-            splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None,
-                                 {**stand, **{id(c): _stand_in(c) for c in cuts}}), be)
-        if post_program.peak_bytes + held > budget.limit:
-            raise over_budget(post_program, budget, "what follows the split reductions does "
-                              "not fit", post_program.peak_bytes + held)
+                          "follows, so it cannot be split", need_bytes(program))
+    st = _stages(roots, split, be)
+    stand = {id(n): _stand_in(n) for n in st.pre}
+    source = split.source.attr("buf").value if split.source.op == "input" else \
+        stand[id(split.source)].attr("buf").value
+    rows, need = _chunk_rows(st, program, budget, _rows_of(source, split.axis), be)
     # run: the values read whole first, then the chunks into the outputs
-    realized = {}
-    if pre:
-        pre_program, _, _ = plans.plan(pre, be)
-        if pre_program.peak_bytes + held > budget.limit:
-            raise over_budget(pre_program, budget, "the values the chunks read whole do not "
-                              "fit beside them", pre_program.peak_bytes + held)
-        for n, buf in zip(pre, execute(pre)):
+    realized, measured = {}, 0
+    if st.pre:
+        for n, buf in zip(st.pre, execute(st.pre)):
             realized[id(n)] = make("input", (), n.shape, n.dtype, (("buf", buf),))
-    measured = STATS.measured_peak_bytes + held if pre else 0
+        measured = STATS.measured_peak_bytes
     if split.source.op != "input":
-        whole = realized[id(split.source)].attr("buf").value
-        src_rows = lambda lo, hi: row_block(whole, split.axis, lo, hi)  # noqa: E731
-    outs = [np.empty(r.shape, r.dtype) for r, _ in deps]
-    partial: list = [None] * len(cuts)
-    for lo in range(0, n_rows, rows):
-        hi = min(lo + rows, n_rows)
-        g = splitter.chunk_graph(targets, split, lo, hi, src_rows(lo, hi), realized)
-        bufs = execute(g)
-        for out, (_, ax), buf in zip(outs, deps, bufs):
-            row_block(out, ax, lo, hi)[...] = buf.value
-        for j, (c, buf) in enumerate(zip(cuts, bufs[len(deps):])):
-            part = np.asarray(buf.value)
-            partial[j] = part if partial[j] is None else \
-                getattr(np, splitter.COMBINE[c.op])(partial[j], part).astype(c.dtype)
-        measured = max(measured, held + STATS.measured_peak_bytes + sum(n.nbytes for n in g))
-    planned = held + need
-    result = {id(r): Buffer(o) for (r, _), o in zip(deps, outs)}
-    for c, v in zip(cuts, partial):
+        source = realized[id(split.source)].attr("buf").value
+    src_rows = _rows_of(source, split.axis)
+    outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
+    partial: list = [None] * len(st.cuts)
+    with _beside(budget, st.held):
+        for lo in range(0, split.rows, rows):
+            _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
+            measured = max(measured, st.held + STATS.measured_peak_bytes)
+    result = {id(r): Buffer(o) for (r, _), o in zip(st.deps, outs)}
+    for c, v in zip(st.cuts, partial):
         realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
         result[id(c)] = realized[id(c)].attr("buf")
-    if post:
-        g = splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None, realized)
-        for r, buf in zip(post, execute(g)):
-            result[id(r)] = buf
-        measured = max(measured, held + STATS.measured_peak_bytes)
-        planned = max(planned, held + post_program.peak_bytes)
+    if st.post:
+        g = splitter.chunk_graph([(r, None) for r in st.post], split, 0, 0, None, realized)
+        with _beside(budget, st.held):
+            for r, buf in zip(st.post, execute(g)):
+                result[id(r)] = buf
+        measured = max(measured, st.held + STATS.measured_peak_bytes)
     STATS.measured_peak_bytes = measured
-    STATS.planned_peak_bytes = planned
-    STATS.split_chunks += -(-n_rows // rows)
+    STATS.planned_peak_bytes = st.smallest(need)
+    STATS.split_chunks += -(-split.rows // rows)
     for r in roots:
         if id(r) not in result:
             result[id(r)] = realized[id(r)].attr("buf")
     return [result[id(r)] for r in roots]
+
+
+def _rows_of(value, axis: int):
+    return lambda lo, hi: row_block(value, axis, lo, hi)
+
+
+def _run_chunk(st: _Stages, rows: int, lo: int, src_rows, realized, execute, outs,
+               partial) -> None:
+    """One chunk: its rows of the row-wise outputs, its partials added to the cuts'."""
+    g = st.chunk_graph(rows, lo, src_rows, realized)
+    bufs = execute(g)
+    hi = min(lo + rows, st.split.rows)
+    for out, (_, ax), buf in zip(outs, st.deps, bufs):
+        row_block(out, ax, lo, hi)[...] = buf.value
+    for j, (c, buf) in enumerate(zip(st.cuts, bufs[len(st.deps):])):
+        part = np.asarray(buf.value)
+        partial[j] = part if partial[j] is None else \
+            getattr(np, splitter.COMBINE[c.op])(partial[j], part).astype(c.dtype)

@@ -223,6 +223,7 @@ def locate_error(roots: list[Node], exc: BaseException) -> None:
         found = None
     if found is not None:
         n, order = found
+        exc.tracer_op = weakref.ref(n)  # failed_op: the values that depend on it failed
         site = site_of(n, order)
         if site is not None:
             raise_at(exc, site, n.op)
@@ -231,6 +232,12 @@ def locate_error(roots: list[Node], exc: BaseException) -> None:
     if sites:
         exc.add_note("tracer: raised while evaluating values recorded at " +
                      ", ".join(f"{k} ({s.func})" for k, s in sites.items()))
+
+
+def failed_op(exc: BaseException) -> Node | None:
+    """The op locate_error found raising exc (None when the replay did not raise it)."""
+    ref = getattr(exc, "tracer_op", None)
+    return ref() if ref is not None else None
 
 
 def check_outputs(roots: list[Node], values: list) -> None:

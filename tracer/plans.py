@@ -9,6 +9,7 @@ holds `Slot` leaves, never the user's buffers, so it keeps no data alive.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import cuda_kernels
@@ -28,6 +29,7 @@ class _Entry:
 
 
 _PLANS: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any thread
 
 
 def signature(roots: list[Node], backend: str) -> tuple[tuple | None, list[Node]]:
@@ -73,17 +75,19 @@ def lookup(roots: list[Node], backend: str):
     key, leaves = signature(roots, backend)
     if key is None:
         return None
-    entry = _PLANS.get(key)
-    if entry is None:
-        slot_roots, slots = _with_slots(roots, leaves)
-        res = opt.optimize(slot_roots)
-        entry = _Entry(cuda_kernels.lower(res.roots, backend), slots, res)
+    with _LOCK:
+        entry = _PLANS.get(key)
+        if entry is not None:
+            _PLANS.move_to_end(key)
+            return entry, True, leaves
+    slot_roots, slots = _with_slots(roots, leaves)
+    res = opt.optimize(slot_roots)
+    entry = _Entry(cuda_kernels.lower(res.roots, backend), slots, res)
+    with _LOCK:
         _PLANS[key] = entry
         if len(_PLANS) > MAX_PLANS:
             _PLANS.popitem(last=False)
-        return entry, False, leaves
-    _PLANS.move_to_end(key)
-    return entry, True, leaves
+    return entry, False, leaves
 
 
 def plan(roots: list[Node], backend: str):

@@ -1,9 +1,11 @@
 """Materialization: optimize, lower to kernels, run; plus explain() and the NumPy fallback."""
 from __future__ import annotations
 
+import numbers
 import sys
 import time
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -14,9 +16,9 @@ from ir import Buffer, Node, format_graph, make, toposort
 from ir.interp import run_graph
 from ir.config import CONFIG
 from ir.stats import STATS
-from cuda_kernels.executor import PeakMeter
 from . import budget, debug, plans
-from .array import Var, ndarray, pending_vars, apply_view_numpy
+from .array import LOCK, Var, ndarray, pending_vars, apply_view_numpy
+from .functions import FOREIGN_KINDS
 
 
 class TracerFallbackWarning(UserWarning):
@@ -37,31 +39,87 @@ def _leaf_for(node: Node, buf) -> Node:
     return make("input", (), node.shape, node.dtype, (("buf", buf),))
 
 
-def evaluate_vars(vars_: list[Var]) -> None:
-    targets: list[Var] = []
-    seen = set()
-    for v in vars_:
-        if v.node.op != "input" and id(v) not in seen:
-            seen.add(id(v))
-            targets.append(v)
-    if not targets:
-        return
-    # live arrays whose value is computed on the way are kept too, so they are not recomputed;
-    # not under a memory budget, where keeping them (the N x M distances behind a min) could
-    # need all the memory the budget saves
-    # Also kept: live arrays a few ops past the graph (`w -= lr * g` after evaluating `g`):
-    # a loop that checks a value each step would otherwise recompute their whole history.
-    extra = []
-    if budget.active() is None:
-        in_graph = {id(n) for n in toposort([v.node for v in targets])}
-        extra = [v for v in pending_vars() if id(v) not in seen
-                 and v.node.op not in ("const", "broadcast_to")
-                 and (id(v.node) in in_graph or _near(v.node, in_graph))]
-    allv = targets + extra
-    for group, small in _by_size([v.node for v in allv], allv):
-        bufs = execute([v.node for v in group], small)
-        for v, buf in zip(group, bufs):
-            v.node = _leaf_for(v.node, buf)
+def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
+    """Compute the variables and make their nodes realized leaves. An evaluation error stays
+    with the variables whose value depends on the op that raised it: they stay as they are
+    (reading one raises it again), the others are computed. `strict`: raise the error of a
+    variable asked for (a read), else keep it for later (a flush)."""
+    with LOCK:
+        targets: list[Var] = []
+        seen = set()
+        for v in vars_:
+            if v.node.op != "input" and id(v) not in seen and (strict or not _failed(v)):
+                seen.add(id(v))
+                targets.append(v)
+        if not targets:
+            return
+        allv = targets + _extras(targets, seen)
+        failed: dict[int, Exception] = {}
+        for group, small in _by_size([v.node for v in allv], allv):
+            failed.update(_realize(group, small))
+    errors = [failed[id(v)] for v in targets if id(v) in failed]
+    if strict and errors:
+        raise errors[0]
+
+
+def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
+    """Live arrays whose value is computed on the way, kept too so they are not recomputed;
+    not under a memory budget, where keeping them (the N x M distances behind a min) could
+    need all the memory the budget saves. Also kept: live arrays a few ops past the graph
+    (`w -= lr * g` after evaluating `g`): a loop that checks a value each step would otherwise
+    recompute their whole history. Arrays whose evaluation failed are left alone."""
+    if budget.active() is not None:
+        return []
+    in_graph = {id(n) for n in toposort([v.node for v in targets])}
+    return [v for v in pending_vars() if id(v) not in seen and not _failed(v)
+            and v.node.op not in ("const", "broadcast_to")
+            and (id(v.node) in in_graph or _near(v.node, in_graph))]
+
+
+# variable -> its node whose evaluation failed (both weak: neither is kept alive)
+_FAILED: "weakref.WeakKeyDictionary[Var, weakref.ref]" = weakref.WeakKeyDictionary()
+
+
+def _failed(v: Var) -> bool:
+    ref = _FAILED.get(v)
+    return ref is not None and ref() is v.node
+
+
+def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
+    """Evaluate the group's variables together and make each a realized leaf unless it was
+    assigned meanwhile (compare and set on the node evaluated: LOCK keeps other threads out,
+    but it is reentrant). On an error, the variables that depend on the op that raised it are
+    set aside with it and the rest are evaluated again. Returns {id(var): error} for those set
+    aside."""
+    failed: dict[int, Exception] = {}
+    while group:
+        nodes = [v.node for v in group]
+        try:
+            bufs = execute(nodes, small)
+        except Exception as e:
+            hit = _depends_on(nodes, debug.failed_op(e))
+            for v, n, h in zip(group, nodes, hit):
+                if h:
+                    failed[id(v)] = e
+                    _FAILED[v] = weakref.ref(n)
+            group = [v for v, h in zip(group, hit) if not h]
+            continue
+        for v, n, buf in zip(group, nodes, bufs):
+            if v.node is n:
+                v.node = _leaf_for(n, buf)
+        break
+    return failed
+
+
+def _depends_on(roots: list[Node], bad: Node | None) -> list[bool]:
+    """Per root, whether its value reads `bad` (every root when the failed op is unknown)."""
+    if bad is None:
+        return [True] * len(roots)
+    hit: dict[int, bool] = {}
+    for n in toposort(roots):
+        hit[id(n)] = n is bad or any(hit[id(i)] for i in n.inputs)
+    got = [hit[id(r)] for r in roots]
+    return got if any(got) else [True] * len(roots)
 
 
 NEAR_OPS = 8  # "a few ops past the graph"
@@ -173,13 +231,8 @@ def _interpret(roots: list[Node]) -> list:
 
 def _run(roots: list[Node], program, bind) -> list:
     limit = budget.active()
-    if limit is not None and program.peak_bytes > limit.limit:
-        return budget.run_split(roots, program, limit, backend(), execute)
     if limit is not None:
-        meter = PeakMeter()
-        bufs = cuda_kernels.run(program, bind, meter)
-        STATS.planned_peak_bytes, STATS.measured_peak_bytes = program.peak_bytes, meter.peak
-        return bufs
+        return budget.run(roots, program, bind, limit, backend(), execute)
     return cuda_kernels.run(program, bind)
 
 
@@ -190,8 +243,9 @@ def evaluate(*arrays):
 
 
 def to_numpy(a: ndarray) -> np.ndarray:
-    evaluate_vars([a._var])
-    buf = a._var.node.attr("buf")
+    with LOCK:  # another thread may assign the variable once it is realized
+        evaluate_vars([a._var])
+        buf = a._var.node.attr("buf")
     host = cuda_kernels.to_host(buf)
     out = apply_view_numpy(host, a._view.steps).view()
     out.flags.writeable = False
@@ -288,17 +342,59 @@ def _to_host(x):
     # a container with no lazy array in it is passed as is: NumPy may change it in place
     if isinstance(x, (list, tuple)):
         items = [_to_host(i) for i in x]
-        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+        if all(a is b for a, b in zip(items, x)):
+            return x
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # namedtuple
     if isinstance(x, dict):
         items = {k: _to_host(v) for k, v in x.items()}
         return x if all(items[k] is v for k, v in x.items()) else items
     return x
 
 
+def foreign(x, depth: int = 0) -> bool:
+    """Data tracer does not record, so NumPy runs on it: NumPy arrays and scalars of strings,
+    objects, records or dates; NumPy subclass arrays (masked, record, user subclasses; a memmap
+    is plain data); numbers NumPy holds as objects (Decimal, Fraction); lists of such data or of
+    strings."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in FOREIGN_KINDS or type(x) not in (np.ndarray, np.memmap)
+    if isinstance(x, np.generic):
+        return x.dtype.kind in FOREIGN_KINDS
+    if isinstance(x, (list, tuple)):
+        return depth < 2 and any(isinstance(i, (str, bytes)) or foreign(i, depth + 1) for i in x)
+    return isinstance(x, numbers.Number) and not isinstance(x, (int, float, complex))
+
+
+def foreign_operand(x) -> bool:
+    """An operand of a ufunc or operator that NumPy must take: foreign data, or any object that
+    is not a number, a list or an array (a string, None, an object with NumPy protocols)."""
+    if isinstance(x, (np.ndarray, np.generic, list, tuple)):
+        return foreign(x)
+    return not isinstance(x, (ndarray, int, float, complex))
+
+
+def numpy_operator(a: ndarray, dunder: str, other):
+    """`a <op> other` with a foreign operand: NumPy's operator on a's values (a counted
+    fallback), NotImplemented where NumPy defers to `other`; an in-place one writes back."""
+    host = np.array(to_numpy(a))
+    host.flags.writeable = a._view.writeable
+    if a.ndim == 0 and not getattr(a, "_arr0", False):  # it stands for NumPy's scalar
+        host = host[()]
+        dunder = dunder.replace("__i", "__", 1)  # which has no in-place operators
+    r = getattr(host, dunder)(other)
+    if r is NotImplemented:
+        return r
+    count_fallback(f"ndarray.{dunder}")
+    if r is host:
+        from .indexing import setitem
+        setitem(a, Ellipsis, host)
+        return a
+    return _wrap(r)
+
+
 def _wrap(x):
-    from .functions import FOREIGN_KINDS
-    if isinstance(x, np.ndarray):  # strings, objects, ...: a NumPy array, as tracer makes them
-        return x if x.dtype.kind in FOREIGN_KINDS else ndarray(Var(_leaf_from_numpy(x)))
+    if isinstance(x, np.ndarray):  # strings, objects, subclasses: NumPy's array, as tracer's are
+        return x if foreign(x) else ndarray(Var(_leaf_from_numpy(x)))
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):  # NumPy 2's result namedtuples
         return type(x)(*map(_wrap, x))
     if isinstance(x, tuple):
