@@ -715,7 +715,10 @@ def fold_constant(n: Node) -> Node | None:
         return None
     scalars = [np.asarray(_const_value(i), dtype=i.dtype) for i in n.inputs]
     tmp = make(n.op, tuple(_const(s[()], s.dtype) for s in scalars), (), n.dtype, n.attrs)
-    out = eval_node(tmp, scalars)
+    try:
+        out = eval_node(tmp, scalars)
+    except ValueError:  # a data error (negative integer power) is the op's own, when it runs
+        return None
     return _bcast(_const(out[()], n.dtype), n.shape)
 
 

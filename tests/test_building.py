@@ -110,7 +110,7 @@ def test_put_errors_match_numpy():
                lambda m: m.broadcast_to(m.asarray(A), (2, 3, 4)).put([0], 1)):
         same_error(fn)
     x = np.asarray(A)
-    x.put(np.asarray([1, 40]), 5)  # a lazy index is checked when the scatter runs
+    x.put(np.asarray([1, 40]) * 1, 5)  # a computed index is checked when the scatter runs
     with pytest.raises(IndexError, match="index 40 is out of bounds for axis 0 with size 12"):
         numpy.asarray(x)
 
@@ -187,9 +187,9 @@ def test_choose_out_and_errors():
                lambda m: m.choose(I, []),
                lambda m: m.choose(I, [m.asarray(A), 1, 2], out=m.zeros(3))):
         same_error(fn)
-    # lazy indices out of range raise IndexError (NumPy: ValueError) when evaluated
+    # computed indices out of range raise IndexError (NumPy: ValueError) when evaluated
     for idx, shown in ((I + 1, 3), (I - 1, -4)):
-        res = np.choose(np.asarray(idx), [np.asarray(A), 1, 2])
+        res = np.choose(np.asarray(idx) * 1, [np.asarray(A), 1, 2])
         with pytest.raises(IndexError, match=f"index {shown} is out of bounds"):
             numpy.asarray(res)
 

@@ -6,10 +6,13 @@ an update of the base (functionalization), so every view of the same base sees t
 """
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 import os
+import threading
 import weakref
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -17,11 +20,13 @@ import numpy as np
 from cuda_kernels import snapshot
 from ir import Node
 from ir.config import CONFIG
+from ir.registry import py_slice
 from . import debug
 from . import graph as G
 
 _PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
 _pending_nodes = 0
+LOCK = threading.RLock()  # the Var store and the pending set; an evaluation holds it throughout
 
 
 _depth = [0]
@@ -87,33 +92,37 @@ class Var:
     def assign(self, node: Node) -> None:
         if node.op != "input":
             node = debug.recorded(node)
-        self.node = node
-        self.version += 1
-        if node.op != "input":
-            _note_pending(self)
+        with LOCK:
+            self.node = node
+            self.version += 1
+            if node.op != "input":
+                _note_pending(self)
 
 
 def _note_pending(v: Var) -> None:
     global _pending_nodes
-    _PENDING.add(v)
-    _pending_nodes += 1
-    if _pending_nodes > CONFIG.flush_nodes:
-        flush()
+    with LOCK:
+        _PENDING.add(v)
+        _pending_nodes += 1
+        if _pending_nodes > CONFIG.flush_nodes:
+            flush()
 
 
 def flush() -> None:
     """Evaluate every pending base, so a long loop never grows the graph without bound."""
     global _pending_nodes
-    _pending_nodes = 0
     from .runtime import evaluate_vars
-    live = [v for v in list(_PENDING) if v.node.op != "input"]
-    _PENDING.clear()
-    if live:
-        evaluate_vars(live)
+    with LOCK:
+        _pending_nodes = 0
+        live = [v for v in list(_PENDING) if v.node.op != "input"]
+        _PENDING.clear()
+        if live:
+            evaluate_vars(live, strict=False)  # a failed value keeps its error until read
 
 
 def pending_vars() -> list[Var]:
-    return [v for v in list(_PENDING) if v.node.op != "input"]
+    with LOCK:
+        return [v for v in list(_PENDING) if v.node.op != "input"]
 
 
 def c_strides(shape) -> tuple[int, ...]:
@@ -122,6 +131,57 @@ def c_strides(shape) -> tuple[int, ...]:
         st.append(acc)
         acc *= max(d, 1)
     return tuple(reversed(st))
+
+
+def f_strides(shape) -> tuple[int, ...]:
+    return c_strides(tuple(shape)[::-1])[::-1]
+
+
+def contiguous(shape, strides, order: str) -> bool:
+    """NumPy's C_CONTIGUOUS / F_CONTIGUOUS flag: length-1 axes' strides never count."""
+    if math.prod(shape) <= 1:
+        return True
+    want = c_strides(shape) if order == "C" else f_strides(shape)
+    return all(d == 1 or s == w for d, s, w in zip(shape, strides, want))
+
+
+def _buffer_strides(node: Node) -> tuple[int, ...]:
+    """A new array's strides: a host leaf in Fortran order keeps it (np.asarray of an F-order
+    array is F-order); anything else is C order."""
+    v = node.attr("buf").value if node.op == "input" else None
+    if isinstance(v, np.ndarray) and v.ndim > 1 and v.flags.f_contiguous and \
+            not v.flags.c_contiguous:
+        return f_strides(node.shape)
+    return c_strides(node.shape)
+
+
+def order_strides(shape, order, like: "ndarray | None" = None) -> tuple[int, ...]:
+    """The strides NumPy gives a new array of memory order `order` ('A' and 'K' follow `like`,
+    when it has this shape)."""
+    shape = tuple(shape)
+    if order in ("A", "K") and like is not None and like.shape == shape:
+        st = like._view.strides
+        if contiguous(shape, st, "C") or order == "A" and not contiguous(shape, st, "F"):
+            return c_strides(shape)
+        if contiguous(shape, st, "F"):
+            return f_strides(shape)
+        perm = sorted(range(len(shape)), key=lambda i: -abs(st[i]))  # NumPy keeps stride order
+        packed = c_strides([shape[p] for p in perm])
+        out = [0] * len(shape)
+        for p, s in zip(perm, packed):
+            out[p] = s
+        return tuple(out)
+    return f_strides(shape) if order == "F" else c_strides(shape)
+
+
+def laid_out(a: "ndarray", order, like: "ndarray | None" = None) -> "ndarray":
+    """`a`, a new array, with the strides of memory order `order` (None is 'K'; 'A' and 'K'
+    without `like`: as it is): they decide its flags and which later reshapes are views."""
+    order = "K" if order is None else order.upper()
+    if a._view.steps or order in ("A", "K") and like is None:
+        return a
+    a._view = View((), a.shape, order_strides(a.shape, order, like), a._view.writeable)
+    return a
 
 
 def nocopy_reshape(shape, strides, newshape):
@@ -165,10 +225,6 @@ class View:
     def __init__(self, steps: tuple, shape: tuple, strides: tuple, writeable: bool = True):
         self.steps, self.shape, self.strides, self.writeable = steps, shape, strides, writeable
 
-    @staticmethod
-    def identity(shape) -> "View":
-        return View((), tuple(shape), c_strides(shape))
-
     def then(self, kind: str, arg, shape, strides, writeable=None) -> "View":
         return View(self.steps + ((kind, arg),), tuple(shape), tuple(strides),
                     self.writeable if writeable is None else writeable)
@@ -183,18 +239,32 @@ def apply_step(node: Node, kind: str, arg) -> Node:
         return G.reshape(node, arg)
     if kind == "broadcast":
         return G.broadcast(node, arg)
+    if kind == "bitcast":
+        return bitcast(node, arg)
     raise AssertionError(kind)
+
+
+def bitcast(node: Node, dtype: np.dtype) -> Node:
+    """The bytes of `node` read as `dtype` (its last axis regrouped where the sizes differ)."""
+    if node.dtype == dtype:
+        return node
+    return G._typed("bitcast", (node,), (("dtype", dtype.str), ("src", node.dtype.str)))
 
 
 def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
     if kind == "slice":
-        return a[tuple(slice(s, e if e >= 0 else None, st) for s, e, st in arg)]
+        return a[tuple(py_slice(*s) for s in arg)]
     if kind == "transpose":
         return a.transpose(arg)
     if kind == "reshape":
         return a.reshape(arg)
     if kind == "broadcast":
         return np.broadcast_to(a, arg)
+    if kind == "bitcast":
+        try:
+            return a.view(arg)
+        except ValueError:  # a base laid out otherwise than the view assumed: the same values
+            return np.ascontiguousarray(a).view(arg)
     raise AssertionError(kind)
 
 
@@ -219,6 +289,8 @@ def write_through(base: Node, steps: tuple, region: Node) -> Node:
         return G.transpose(new_inner, inv)
     if kind == "reshape":
         return G.reshape(new_inner, base.shape)
+    if kind == "bitcast":
+        return bitcast(new_inner, base.dtype)
     raise ValueError("assignment destination is read-only")
 
 
@@ -233,7 +305,7 @@ class ndarray:
     def __init__(self, var: Var, view: View | None = None):
         self._var = var
         if view is None:
-            view = View.identity(var.node.shape)
+            view = View((), var.node.shape, _buffer_strides(var.node))
             if var.owner is None:
                 var.owner = weakref.ref(self)
         self._view = view
@@ -272,6 +344,9 @@ class ndarray:
 
     @property
     def dtype(self) -> np.dtype:
+        for kind, arg in reversed(self._view.steps):
+            if kind == "bitcast":
+                return arg
         return self._var.node.dtype
 
     @property
@@ -344,9 +419,31 @@ class ndarray:
         strides = nocopy_reshape(self.shape, self._view.strides, newshape)
         if strides is None and copy is False:
             raise ValueError("Unable to avoid creating a copy while reshaping.")
-        if strides is None or copy:
-            return ndarray._from_node(G.reshape(self._node, newshape))
+        if strides is None or copy:  # NumPy reshapes a C-order copy: a view of that copy
+            c = laid_out(ndarray._from_node(self._node), "C")
+            return c._derive("reshape", newshape, newshape, c_strides(newshape))
         return self._derive("reshape", newshape, newshape, strides)
+
+    @traced
+    def view(self, dtype=None, type=None) -> "ndarray":
+        """NumPy's view: the same base read as another dtype; writes reach the base."""
+        if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+            dtype, type = None, dtype
+        dt = self.dtype if dtype is None else np.dtype(dtype)
+        # a NumPy subclass, or data tracer does not record: NumPy's view of a copy
+        lazy_type = type is None or issubclass(ndarray, type)  # tracer.numpy.ndarray is one
+        if not lazy_type or dt.kind in "OSUVMm" or self.dtype.kind in "OSUVMm":
+            args = () if dtype is None else (dtype,)
+            kwargs = {} if type is None else {"type": type}
+            return builtins.type(self).__getattr__(self, "view")(*args, **kwargs)
+        if dt == self.dtype:  # a view all the same (its base is this array's): a no-op step
+            return self._derive("reshape", self.shape, self.shape, self._view.strides)
+        # NumPy's own errors and result layout, from a stand-in with this array's strides
+        st = tuple(int(s * self.itemsize) for s in self._view.strides)
+        out = np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape, st).view(dt)
+        strides = tuple(s // dt.itemsize if s % dt.itemsize == 0 else Fraction(s, dt.itemsize)
+                        for s in out.strides)
+        return self._derive("bitcast", dt, out.shape, strides)
 
     def _ravel_order(self, order) -> "ndarray":
         """The view (or copy) that ravel/flatten read in `order`, as a reshape(-1)."""
@@ -455,20 +552,26 @@ class Flags:
     _KEYS = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
              "OWNDATA": "owndata", "WRITEABLE": "writeable", "ALIGNED": "aligned",
              "WRITEBACKIFCOPY": "writebackifcopy", "C": "c_contiguous", "F": "f_contiguous",
-             "W": "writeable", "O": "owndata", "A": "aligned"}
+             "W": "writeable", "O": "owndata", "A": "aligned", "FNC": "fnc", "FORC": "forc"}
 
     def __init__(self, a: "ndarray"):
         object.__setattr__(self, "_a", a)
 
     @property
     def c_contiguous(self) -> bool:
-        v = self._a._view
-        return v.strides == c_strides(v.shape) or self._a.size <= 1
+        return contiguous(self._a.shape, self._a._view.strides, "C")
 
     @property
     def f_contiguous(self) -> bool:
-        v = self._a._view
-        return v.strides == c_strides(v.shape[::-1])[::-1] or self._a.size <= 1
+        return contiguous(self._a.shape, self._a._view.strides, "F")
+
+    @property
+    def fnc(self) -> bool:
+        return self.f_contiguous and not self.c_contiguous
+
+    @property
+    def forc(self) -> bool:
+        return self.f_contiguous or self.c_contiguous
 
     @property
     def owndata(self) -> bool:
@@ -515,8 +618,7 @@ def _reshape_order(order, a: "ndarray") -> str:
         raise ValueError("order 'K' is not permitted for reshaping")
     if order == "A":
         shape, st = a.shape, a._view.strides
-        f_contig = c_strides(shape[::-1])[::-1] == st
-        return "F" if f_contig and c_strides(shape) != st else "C"
+        return "F" if contiguous(shape, st, "F") and not contiguous(shape, st, "C") else "C"
     return order
 
 

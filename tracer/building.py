@@ -3,13 +3,14 @@
 - block: nested concatenations, as NumPy's _block_concatenate; NumPy's own _block_setup
   checks the nesting (its depth and empty-list errors).
 - put (also `ndarray.put`), put_along_axis: in place, as a flat scatter written through the
-  array's view, so every view of the same base sees the writes. Host indices are checked now;
-  an out-of-bounds lazy index raises NumPy's IndexError when the array is evaluated. NumPy's
-  put writes the values before a bad index and then raises; here nothing is written.
-- choose: a chain of `where`s (one fused kernel). In mode "raise", host indices are checked now
-  (NumPy's ValueError "invalid entry in choice array"); lazy indices pick from the stacked
-  choices with a gather, which raises IndexError (not NumPy's ValueError) when evaluated, a
-  negative entry e showing as e - len(choices).
+  array's view, so every view of the same base sees the writes. Host and realized indices are
+  checked now; an out-of-bounds computed index raises NumPy's IndexError when the array is
+  evaluated. NumPy's put writes the values before a bad index and then raises; here nothing
+  is written.
+- choose: a chain of `where`s (one fused kernel). In mode "raise", host and realized indices
+  are checked now (NumPy's ValueError "invalid entry in choice array"); computed indices pick
+  from the stacked choices with a gather, which raises IndexError (not NumPy's ValueError)
+  when evaluated, a negative entry e showing as e - len(choices).
 - piecewise: NumPy's algorithm. A callable's `y[cond] = f(x[cond])` evaluates the mask (a
   boolean index: the shape depends on the data); a constant is a lazy `where`.
 """
@@ -28,7 +29,7 @@ from .indexing import assign_full, setitem
 from .reductions import _finish
 from .runtime import fallback_call
 from .shaping import along_axis_key
-from .ufuncs import apply_ufunc
+from .ufuncs import apply_ufunc, known_values
 
 
 # ------------------------------------------------------------------ block
@@ -206,8 +207,9 @@ def choose(a, choices, out=None, mode="raise"):
             for k, c in enumerate(choices)]
     n = len(vals)
     idx = _intp(a)
-    if mode == "raise" and isinstance(idx, np.ndarray):
-        if np.any((idx < 0) | (idx >= n)):
+    if mode == "raise":  # host and realized indices are checked now, as NumPy does
+        known = idx if isinstance(idx, np.ndarray) else known_values(a._node)
+        if known is not None and np.any((known < 0) | (known >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
         idx = apply_ufunc(np.remainder, (idx, n))

@@ -1,6 +1,7 @@
 """Lazy versions of NumPy's creation, shape and joining functions, and matmul."""
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -9,9 +10,10 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from cuda_kernels import snapshot
 
 from . import graph as G
-from .array import Var, ndarray, apply_view_numpy, asarray_node, proxy, shape_str, traced
+from .array import (Var, ndarray, apply_view_numpy, asarray_node, laid_out, proxy, shape_str,
+                    traced)
 from .indexing import basic_view
-from .ufuncs import apply_ufunc
+from .ufuncs import Operand, apply_ufunc, resolve
 
 
 def _lazy(a) -> ndarray:
@@ -37,89 +39,145 @@ FOREIGN_KINDS = "OSUVMm"
 
 
 def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
-    if isinstance(obj, ndarray):
-        out = obj.astype(dtype) if dtype is not None else obj.copy()
-    else:
-        h = snapshot(_host(obj), dtype)
-        if h.dtype.kind in FOREIGN_KINDS:
-            return np.array(h, copy=None, order=order, ndmin=ndmin)
-        out = ndarray(Var(G.leaf(h)))
+    if not isinstance(obj, ndarray) or dtype is not None and np.dtype(dtype).kind in FOREIGN_KINDS:
+        return _from_host(obj, dtype, copy, order, subok, ndmin)
+    out = _converted(obj, dtype, copy, order)
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
-    out._arr0 = True  # a 0-d array prints as one, not as the scalar a reduction gives
+    if out is not obj:
+        out._arr0 = True  # a 0-d array prints as one, not as the scalar a reduction gives
     return out
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    if isinstance(a, ndarray):
-        if dtype is None or np.dtype(dtype) == a.dtype:
-            return a
-        return a.astype(dtype)
-    h = snapshot(_host(a), dtype)
-    if h.dtype.kind in FOREIGN_KINDS:
-        return np.asarray(a, dtype)
-    out = ndarray(Var(G.leaf(h)))
+    return array(a, dtype, copy=copy, order=order)
+
+
+def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    return array(a, dtype, copy=copy, order=order, subok=True)
+
+
+def ascontiguousarray(a, dtype=None, *, like=None):
+    return array(a, dtype, copy=None, order="C", ndmin=1)
+
+
+# NumPy's words for copy=False where a copy is needed
+_NO_COPY = ("Unable to avoid copy while creating an array as requested.\nIf using "
+            "`np.array(obj, copy=False)` replace it with `np.asarray(obj)` to allow a copy when "
+            "needed (no behavior change in NumPy 1.x).\nFor more details, see "
+            "https://numpy.org/devdocs/numpy_2_0_migration_guide.html#adapting-to-changes-in-"
+            "the-copy-keyword.")
+
+
+def _converted(a: ndarray, dtype, copy, order) -> ndarray:
+    """np.array(a, dtype, copy=copy, order=order) of a lazy array: a itself unless a copy is
+    asked for (copy=True) or needed (another dtype or memory order, or a 0-d result standing
+    for NumPy's scalar)."""
+    dt = a.dtype if dtype is None else np.dtype(dtype)
+    needed = dt != a.dtype or (order == "C" and not a.flags.c_contiguous) or \
+        (order == "F" and not a.flags.f_contiguous) or \
+        (a.ndim == 0 and not getattr(a, "_arr0", False))
+    if copy is False and needed:
+        raise ValueError(_NO_COPY)
+    return laid_out(a.astype(dt), order, a) if copy or needed else a
+
+
+def _from_host(obj, dtype, copy, order, subok, ndmin):
+    """np.array of host data: a lazy leaf holding a copy, or NumPy's own array where tracer does
+    not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
+    copy=False forbids the copy a lazy leaf is."""
+    obj = _host(obj)
+    by_numpy = copy is False or isinstance(obj, np.ndarray) and (
+        obj.dtype.kind in FOREIGN_KINDS or subok and type(obj) is not np.ndarray)
+    if by_numpy:  # NumPy's own array, aliasing and errors (copy=False where a copy is needed)
+        h = np.array(obj, dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
+    else:
+        h = snapshot(obj, dtype)
+    if copy is False or h.dtype.kind in FOREIGN_KINDS or type(h) is not np.ndarray:
+        return h if by_numpy else np.array(h, copy=None, order=order, ndmin=ndmin)
+    out = laid_out(ndarray(Var(G.leaf(snapshot(h) if by_numpy else h))), order)
+    if out.ndim < ndmin:
+        out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
     out._arr0 = True
     return out
 
 
 def _host(obj):
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_host(o) for o in obj)
+        items = [_host(o) for o in obj]  # a namedtuple takes its fields one by one
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
     if isinstance(obj, ndarray):
         return np.asarray(obj)
     return obj
 
 
+# creations at least this big ask the OS whether NumPy could allocate them (see _check_size)
+_PROBE_BYTES = 1 << 26
+
+
+def _check_size(shape: tuple[int, ...], dt: np.dtype) -> None:
+    """NumPy's errors for an array it cannot allocate: too big to index (ValueError), or more
+    memory than the OS grants (MemoryError), which a lazy array would otherwise meet only
+    when it runs, or never. NumPy's own np.empty asks: it reserves address space and frees
+    it at once, touching no page."""
+    if math.prod(d for d in shape if d) * dt.itemsize >= _PROBE_BYTES:
+        np.empty(shape, dt)
+
+
 @traced
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
+    if order != "C":  # the same values; only the strides (flags, later views) differ
+        np.empty(0, order=order)  # NumPy's own error for an order it refuses
+        return laid_out(full(shape, fill_value, dtype), order)
     if isinstance(fill_value, ndarray):
         node = fill_value._node
         dt = np.dtype(dtype) if dtype is not None else node.dtype
-        return ndarray._from_node(G.broadcast(G.cast(node, dt), shape))
-    dt = np.dtype(dtype) if dtype is not None else np.array(fill_value).dtype
-    fill = np.array(fill_value, dtype=dt)  # NumPy's own OverflowError / ValueError
-    if fill.ndim:
-        return ndarray(Var(G.leaf(np.full(shape, fill, dt))))
-    return ndarray._from_node(G.broadcast(G.const(fill[()], dt), shape))
+        _check_size(shape, dt)
+        out = ndarray._from_node(G.broadcast(G.cast(node, dt), shape))
+    else:
+        dt = np.dtype(dtype) if dtype is not None else np.array(fill_value).dtype
+        _check_size(shape, dt)  # NumPy allocates before it fills
+        fill = np.array(fill_value, dtype=dt)  # NumPy's own OverflowError / ValueError
+        out = ndarray(Var(G.leaf(np.full(shape, fill, dt)))) if fill.ndim else \
+            ndarray._from_node(G.broadcast(G.const(fill[()], dt), shape))
+    out._arr0 = True  # a 0-d result is an array (np.zeros(())), not a scalar
+    return out
 
 
 def zeros(shape, dtype=float, order="C", *, device=None, like=None):
-    return full(shape, 0, dtype)
+    return full(shape, 0, dtype, order)
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
-    return full(shape, 1, dtype if dtype is not None else float)
+    return full(shape, 1, dtype if dtype is not None else float, order)
 
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None):
     """Like zeros: a lazy empty array costs nothing until written, and zero is a safe value."""
-    return full(shape, 0, dtype)
+    return full(shape, 0, dtype, order)
 
 
-def _like(fn, a, dtype, shape, *args):
+def _like(fn, a, dtype, shape, *args, order="K"):
     a = _lazy(a)
-    return fn(a.shape if shape is None else shape, *args,
-              dtype=a.dtype if dtype is None else dtype)
+    return laid_out(fn(a.shape if shape is None else shape, *args,
+                       dtype=a.dtype if dtype is None else dtype), order, a)
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _like(zeros, a, dtype, shape)
+    return _like(zeros, a, dtype, shape, order=order)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _like(ones, a, dtype, shape)
+    return _like(ones, a, dtype, shape, order=order)
 
 
 def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _like(empty, a, dtype, shape)
+    return _like(empty, a, dtype, shape, order=order)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    a = _lazy(a)
-    return full(a.shape if shape is None else shape, fill_value,
-                dtype=a.dtype if dtype is None else dtype)
+    return _like(full, a, dtype, shape, fill_value, order=order)
 
 
 def arange(*args, dtype=None, device=None, like=None, **kw):
@@ -239,8 +297,14 @@ def fliplr(m):
     return flip(m, 1)
 
 
+def isfortran(a):
+    """From the strides a lazy array would have: nothing is evaluated."""
+    return a.flags.fnc if isinstance(a, ndarray) else np.isfortran(a)
+
+
 def copy(a, order="K", subok=False):
-    return _lazy(a).copy()
+    a = _lazy(a)
+    return laid_out(a.copy(), order, a)
 
 
 @traced
@@ -372,10 +436,13 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
             hi = None
     if lo is None and hi is None:
         r = apply_ufunc(np.positive, (r,))
+    # with both bounds NumPy runs its clip ufunc: one loop dtype for all three operands
+    dt = None if lo is None or hi is None else \
+        resolve(np._core.umath.clip, [Operand(r), Operand(lo), Operand(hi)])[-1]
     if lo is not None:
-        r = apply_ufunc(np.maximum, (r, lo))
+        r = apply_ufunc(np.maximum, (r, lo), dtype=dt)
     if hi is not None:
-        r = apply_ufunc(np.minimum, (r, hi))
+        r = apply_ufunc(np.minimum, (r, hi), dtype=dt)
     if out is not None:
         from .reductions import _finish
         return _finish(r, out)
@@ -473,7 +540,7 @@ def _overlap(a, b, fn, max_work):
         return fn(a, b, max_work=max_work)
     if a._var is not b._var:
         return False
-    base = np.empty(a._var.node.shape, np.uint8)
+    base = np.empty(a._var.node.shape, a._var.node.dtype)  # .view(dtype) steps regroup bytes
     return bool(fn(apply_view_numpy(base, a._view.steps), apply_view_numpy(base, b._view.steps),
                    max_work=max_work))
 

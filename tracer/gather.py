@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import graph as G
-from .array import asarray_node, ndarray, proxy, shape_str
+from .array import asarray_node, ndarray, proxy, shape_str, traced
 
 _SKIP = object()
 
@@ -66,10 +66,18 @@ def _expand(key: tuple, ndim: int) -> list | None:
     return res
 
 
+def _known(k):
+    """A lazy index array's values where they are already known, else the array itself."""
+    from .ufuncs import known_values
+    v = known_values(k._node) if isinstance(k, ndarray) else None
+    return k if v is None else v
+
+
 def _check(a: ndarray, key: tuple) -> None:
     """NumPy's errors for this key (out of bounds, shape mismatch, bad mask, bad dtype).
     Lazy index arrays stand in as zeros; where all index arrays are lazy, their shapes are
     checked here and they stand in as 0-d zeros, so the proxy does no per-index work."""
+    key = [(_known(k), pos) for k, pos in key]  # realized indices are checked now
     lazy = [k.shape for k, _ in key if isinstance(k, ndarray)]
     host = any(isinstance(k, (np.ndarray, tuple)) for k, _ in key)
     if lazy and not host:
@@ -203,23 +211,23 @@ def _gather_shape(r: _Indexed) -> tuple:
     return OPS["gather"].shape_rule([r.x.shape] + [n.shape for n in r.nodes], dict(r.attrs))
 
 
+@traced
 def ufunc_at(uf: np.ufunc, a, indices, b) -> bool:
     """uf.at(a, indices, b) as a scatter into lazy `a`; False where the fallback runs NumPy
     (unary ufuncs, dtypes NumPy refuses, keys this module leaves)."""
     if not isinstance(a, ndarray) or uf.nin != 2 or b is None:
         return False
-    if not isinstance(b, (ndarray, np.ndarray, np.generic, int, float, complex)):
-        b = np.asarray(b)  # a sequence: an array of NumPy's default dtype (not weak)
-    bt = b.dtype if isinstance(b, (ndarray, np.ndarray, np.generic)) else type(b)
+    if not isinstance(b, (ndarray, np.ndarray, np.generic)):
+        b = np.asarray(b)  # NumPy's ufunc.at reads Python scalars as arrays too (not weak)
+    if b.dtype.kind == "O":
+        return False
     try:
-        loop = uf.resolve_dtypes((a.dtype, bt, None))
+        loop = uf.resolve_dtypes((a.dtype, b.dtype, None))
     except (TypeError, ValueError):
         return False
     if loop[0] != a.dtype and not np.can_cast(a.dtype, loop[0], "same_kind") or \
             not np.can_cast(loop[2], a.dtype, "same_kind"):
         return False
-    if not isinstance(b, (ndarray, np.ndarray, np.generic)):
-        b = np.asarray(b, dtype=loop[1])  # a Python scalar: weak, in the loop's dtype
     key = indices if isinstance(indices, tuple) else (indices,)
     if not a._view.writeable:
         raise ValueError("output array is read-only")

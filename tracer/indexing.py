@@ -30,6 +30,12 @@ def _norm_key(key) -> tuple:
     return key if isinstance(key, tuple) else (key,)
 
 
+def _canonical(s: tuple) -> tuple:
+    """An empty range as (0, 0, 1): `slice.indices` gives (-1, -1, -1) for `[-5::-1]` on 3
+    elements, whose -1s every consumer would read as "from the end"."""
+    return s if len(range(*s)) else (0, 0, 1)
+
+
 def basic_view(a: ndarray, key: tuple) -> ndarray:
     out_shape = proxy(a.shape)[key].shape  # NumPy's own IndexError / TypeError
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -54,7 +60,7 @@ def basic_view(a: ndarray, key: tuple) -> ndarray:
     if slices != G.full_slice(a.shape):
         shape = tuple(len(range(*s)) for s in slices)
         strides = tuple(st * s[2] for st, s in zip(a._view.strides, slices))
-        view = view._derive("slice", slices, shape, strides)
+        view = view._derive("slice", tuple(_canonical(s) for s in slices), shape, strides)
     if view.shape != out_shape:
         strides = nocopy_reshape(view.shape, view._view.strides, out_shape)
         view = view._derive("reshape", out_shape, out_shape, strides)
@@ -102,7 +108,7 @@ def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
         raise ValueError("setting an array element with a sequence.")
     if isinstance(value, ndarray):
         node = value._node
-    elif isinstance(value, (np.ndarray, np.generic)):
+    elif isinstance(value, np.ndarray) or isinstance(value, np.generic) and not scalar:
         node = asarray_node(value)
     elif scalar:
         one = np.zeros((), target.dtype)
@@ -144,7 +150,9 @@ def setitem(a: ndarray, key, value) -> None:
         raise ValueError("assignment destination is read-only")
     if _is_basic(key):
         target = basic_view(a, key)
-        assign_full(target, _value_node(value, target, _is_scalar_key(a, key)))
+        # a NumPy scalar converts as one element, as a Python value does (OverflowError)
+        element = _is_scalar_key(a, key) or isinstance(value, np.generic)
+        assign_full(target, _value_node(value, target, element))
         return
     _check_key(a, key)
     if scatter(a, key, value):

@@ -7,22 +7,32 @@ from . import functions as F
 from . import graph as G
 from . import reductions as R
 from . import building, einsum, sorting
-from .array import ndarray, proxy, traced
+from .array import laid_out, ndarray, proxy, traced
 from .indexing import getitem, setitem
+from .runtime import foreign_operand, numpy_operator
 from .ufuncs import apply_ufunc, call_ufunc
 
 
-def _binary(uf, reflected=False):
+def _binary(uf, dunder, reflected=False):
     def op(self, other):
-        if not isinstance(other, (ndarray, np.ndarray, np.generic, int, float, complex, bool,
-                                  list, tuple)):
-            return NotImplemented
+        if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
+            return numpy_operator(self, dunder, other)  # strings, objects, Decimal, ...
         return apply_ufunc(uf, (other, self) if reflected else (self, other))
     return op
 
 
-def _inplace(uf):
+def _stands_for_scalar(a: ndarray) -> bool:
+    """A 0-d result where NumPy gives an immutable scalar (a[1], a.sum()): not an array the
+    user built (`_arr0`), nor a view of one."""
+    return a.ndim == 0 and not getattr(a, "_arr0", False) and not a._view.steps
+
+
+def _inplace(uf, dunder):
     def op(self, other):
+        if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
+            return numpy_operator(self, dunder, other)
+        if _stands_for_scalar(self):  # `s += x` rebinds s to a new scalar, as in NumPy
+            return apply_ufunc(uf, (self, other))
         apply_ufunc(uf, (self, other), out=self)
         return self
     return op
@@ -33,12 +43,12 @@ for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                    ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),
                    ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
                    ("rshift", np.right_shift)]:
-    setattr(ndarray, f"__{_name}__", _binary(_uf))
-    setattr(ndarray, f"__r{_name}__", _binary(_uf, reflected=True))
-    setattr(ndarray, f"__i{_name}__", _inplace(_uf))
+    setattr(ndarray, f"__{_name}__", _binary(_uf, f"__{_name}__"))
+    setattr(ndarray, f"__r{_name}__", _binary(_uf, f"__r{_name}__", reflected=True))
+    setattr(ndarray, f"__i{_name}__", _inplace(_uf, f"__i{_name}__"))
 for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
-    setattr(ndarray, f"__{_name}__", _binary(_uf))
+    setattr(ndarray, f"__{_name}__", _binary(_uf, f"__{_name}__"))
 for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
                    ("invert", np.invert)]:
     setattr(ndarray, f"__{_name}__", (lambda uf: lambda self: apply_ufunc(uf, (self,)))(_uf))
@@ -79,17 +89,26 @@ def _imatmul(self, other):
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dt = np.dtype(dtype)
+    if dt.kind in F.FOREIGN_KINDS:  # strings, objects, dates: a NumPy array, as tracer makes them
+        return np.asarray(self).astype(dt, order, casting, subok, copy)
     if not np.can_cast(self.dtype, dt, casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the "
                         f"rule {casting!r}")
     if dt == self.dtype and not copy:
         return self
     with np.errstate(all="ignore"):
-        return ndarray._from_node(G.cast(self._node, dt))
+        return _copied_from(self, laid_out(ndarray._from_node(G.cast(self._node, dt)), order, self))
 
 
 def _copy(self, order="C"):
-    return ndarray._from_node(self._node)
+    return _copied_from(self, laid_out(ndarray._from_node(self._node), order, self))
+
+
+def _copied_from(src: ndarray, res: ndarray) -> ndarray:
+    """A copy of a 0-d array is an array, of a scalar a scalar, as in NumPy."""
+    if src.ndim == 0 and not _stands_for_scalar(src):
+        res._arr0 = True
+    return res
 
 
 def _fill(self, value):
@@ -103,7 +122,7 @@ def _flatten(self, order="C"):
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and ufunc is np.matmul:
         return F.matmul(*inputs, **kwargs)
-    if method == "__call__":
+    if method == "__call__" and not any(map(foreign_operand, inputs[:ufunc.nin])):
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and ufunc in R._REDUCE_OP:
         return R.reduce(ufunc, *inputs, **kwargs)

@@ -3,6 +3,7 @@ composes them (numpy/_core/_methods.py), so dtypes and rounding follow NumPy's."
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -28,6 +29,13 @@ def _axes(axis, ndim) -> tuple[int, ...]:
     if len(set(axes)) != len(axes):
         raise ValueError("duplicate value in 'axis'")
     return axes
+
+
+def _scalar_axis(axis, ndim):
+    """NumPy's ufunc reductions take an integer axis 0 or -1 on a 0-d array, reducing nothing."""
+    if ndim == 0 and not isinstance(axis, (tuple, type(None))) and operator.index(axis) in (0, -1):
+        return ()
+    return axis
 
 
 def _keep(node, axes, ndim) -> ndarray:
@@ -76,7 +84,7 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
             kw["where"] = where
         return fallback_call(f"{ufunc.__name__}.reduce", ufunc.reduce, (a,), kw)
     x = a._node
-    axes = _axes(axis, x.ndim)
+    axes = _axes(_scalar_axis(axis, x.ndim), x.ndim)
     n_reduced = math.prod(x.shape[i] for i in axes)
     if ufunc in (np.maximum, np.minimum) and n_reduced == 0 and initial is np._NoValue:
         raise ValueError(f"zero-size array to reduction operation {_NAMES[ufunc]} which has no "
@@ -190,6 +198,9 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 @traced
 def _arg(kind: str, a, axis=None, out=None, *, keepdims=False):
     a = _lazy(a)
+    if a.ndim == 0:  # NumPy's argmax of a 0-d array is that of its one-element ravel
+        res = _arg(kind, a.reshape(1), axis)
+        return _finish(res, out)
     if axis is None:
         x = a.reshape(-1)._node
         ax = 0

@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 
 from ir import Node
-from ir.registry import OPS
+from ir.interp import apply_ref
+from ir.registry import OPS, Kind
 from . import graph as G
 from .array import ndarray, asarray_node, shape_str, traced
 
@@ -43,9 +44,20 @@ class Operand:
         if self.node is not None:
             return G.cast(self.node, dtype)
         v = self.weak
-        if dtype.kind in "iu" and isinstance(v, int):
-            np.asarray(v, dtype=dtype)  # OverflowError as NumPy raises it
+        if isinstance(v, int):
+            _check_int(v, dtype)
         return G.const(v, dtype)
+
+
+def _check_int(v: int, dt: np.dtype) -> None:
+    """NumPy's OverflowError for a Python int that the loop's dtype cannot take (a bool loop
+    reads it through a C long, a float loop through a Python float)."""
+    if dt.kind in "iu":
+        np.asarray(v, dtype=dt)
+    elif dt.kind == "b" and not -2**63 <= v < 2**63:
+        raise OverflowError("Python int too large to convert to C long")
+    elif dt.kind in "fc":
+        float(v)
 
 
 def broadcast_shapes(shapes) -> tuple[int, ...]:
@@ -101,9 +113,8 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
     name = uf.__name__
     if name not in OPS or uf.nout != 1 or uf.signature is not None:
         return None  # caller falls back (generalized ufuncs such as matmul have their own path)
-    if len(args) != uf.nin:
-        raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + 1} positional arguments but "
-                        f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
+    if out is not None:
+        out = _out_array(out)
     ops = [Operand(a) for a in args]
     if dtype is None:
         const = _out_of_range_comparison(uf, ops)
@@ -112,53 +123,95 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
             node = G.broadcast(G.const(const, np.bool_), shape)
             if out is None and where is True:
                 return ndarray._from_node(node)
-            return write_out(uf, node, out, where, casting, [np.dtype(np.bool_)] * 2)
-    # x ** 2 -> square, x ** 0.5 -> sqrt, as NumPy's fast scalar power does
-    if name == "power" and ops[1].node is None and ops[0].node is not None and dtype is None:
-        p = ops[1].weak
-        if p == 2:
-            return apply_ufunc(np.square, args[:1], out=out, where=where, casting=casting)
-        if p == 1 and ops[0].node.dtype.kind in "fiu":
-            return apply_ufunc(np.positive, args[:1], out=out, where=where, casting=casting)
+            if out is not None:
+                _check_cast(uf, node.dtype, out.dtype, casting, ops)
+            return write_out(node, out, where)
     dts = resolve(uf, ops, dtype)
-    if name == "power" and dts[-1].kind in "iu":
-        e = ops[1]
-        v = e.weak if e.node is None else e.node.attr("value") if e.node.op == "const" else None
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v < 0:
-            raise ValueError("Integers to negative integer powers are not allowed.")
+    fast = _fast_power(uf, ops, dts, dtype)
+    if fast is not None:
+        return apply_ufunc(fast, args[:1], out=out, where=where, casting=casting)
+    # NumPy's order: scalars converted, then the output's casting, then shapes, then data
+    nodes = [o.as_node(dt, name) for o, dt in zip(ops, dts)]
+    if out is not None:
+        _check_cast(uf, dts[-1], out.dtype, casting, ops)
     shapes = [o.shape for o in ops]
     if out is not None or where is not True:  # NumPy's message names out and where too
-        extra = ([out[0] if isinstance(out, tuple) and out else out] if out is not None else [])
-        extra = [x.shape if isinstance(x, ndarray) else np.shape(x) for x in extra]
-        broadcast_shapes(shapes + extra + ([np.shape(where)] if where is not True else []))
+        broadcast_shapes(shapes + ([out.shape] if out is not None else []) +
+                         ([np.shape(where)] if where is not True else []))
     if where is not True:
         shapes.append(np.shape(where))
     shape = broadcast_shapes(shapes)
-    inputs = tuple(G.broadcast(o.as_node(dt, name), shape) for o, dt in zip(ops, dts))
+    if name == "power" and dts[-1].kind in "iu" and where is True and 0 not in shape:
+        _check_exponent(ops[1])
+    inputs = tuple(G.broadcast(n, shape) for n in nodes)
     node = G.elementwise(name, inputs, shape, dts[-1])
     if out is None and where is True:
         return ndarray._from_node(node)
-    return write_out(uf, node, out, where, casting, [o.node.dtype if o.node is not None
-                                                     else o.resolve_key() for o in ops])
+    return write_out(node, out, where)
 
 
-def write_out(uf, node: Node, out, where, casting, in_keys):
+def _fast_power(uf, ops, dts, dtype):
+    """x ** 2 -> square, x ** 1 -> positive (as NumPy's fast scalar power), where the power's
+    loop is x's own dtype, so the result's dtype and values are the same."""
+    if uf is not np.power or dtype is not None or ops[1].node is not None \
+            or ops[0].node is None or dts[0] != ops[0].node.dtype or dts[-1] != dts[0]:
+        return None
+    p = ops[1].weak
+    if p == 2:
+        return np.square
+    if p == 1 and dts[0].kind in "fiu":
+        return np.positive
+    return None
+
+
+def known_values(node: Node) -> np.ndarray | None:
+    """A node's values when they are known while recording: a constant, a host leaf, or a
+    view of one (reshape, slice, broadcast, ...: NumPy's reference of the movement op)."""
+    if node.op == "const":
+        return np.asarray(node.attr("value"))
+    if node.op == "input":
+        return node.attr("buf").host
+    d = OPS.get(node.op)
+    if d is None or d.kind is not Kind.MOVEMENT or len(node.inputs) != 1:
+        return None
+    v = known_values(node.inputs[0])
+    return None if v is None else apply_ref(node, [v])
+
+
+def _check_exponent(e: Operand) -> None:
+    """NumPy's error for an integer power with a negative exponent, raised now when the
+    exponent is known (a lazy one raises when the power runs)."""
+    vals = np.asarray(e.weak) if e.node is None else known_values(e.node)
+    if vals is not None and vals.dtype.kind == "i" and (vals < 0).any():
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+def _out_array(out) -> ndarray:
+    """The `out` argument as one lazy array, with NumPy's errors for anything else."""
     if isinstance(out, tuple):
         if len(out) != 1:
             raise ValueError("The 'out' tuple must have exactly one entry per ufunc output")
         out = out[0]
-    if out is None:
-        out = ndarray._from_node(G.broadcast(G.const(0, node.dtype), node.shape))
     if not isinstance(out, ndarray):
         raise TypeError("return arrays must be of ArrayType")
     if not out._view.writeable:
         raise ValueError("output array is read-only")
-    if not np.can_cast(node.dtype, out.dtype, casting):
-        # let NumPy raise its own UFuncTypeError with its own message
-        empties = [np.empty(0, k) if isinstance(k, np.dtype) else k(0) for k in in_keys]
-        uf(*empties, out=np.empty(0, out.dtype), casting=casting)
-        raise TypeError(f"Cannot cast ufunc {uf.__name__!r} output from {node.dtype!r} to "
-                        f"{out.dtype!r} with casting rule {casting!r}")
+    return out
+
+
+def _check_cast(uf, res_dtype: np.dtype, out_dtype: np.dtype, casting, ops) -> None:
+    if np.can_cast(res_dtype, out_dtype, casting):
+        return
+    # let NumPy raise its own UFuncTypeError with its own message
+    empties = [np.empty(0, o.node.dtype) if o.node is not None else o.weak for o in ops]
+    uf(*empties, out=np.empty(0, out_dtype), casting=casting)
+    raise TypeError(f"Cannot cast ufunc {uf.__name__!r} output from {res_dtype!r} to "
+                    f"{out_dtype!r} with casting rule {casting!r}")
+
+
+def write_out(node: Node, out, where):
+    if out is None:
+        out = ndarray._from_node(G.broadcast(G.const(0, node.dtype), node.shape))
     try:
         fits = tuple(np.broadcast_shapes(node.shape, out.shape)) == out.shape
     except ValueError:
@@ -179,10 +232,33 @@ _UFUNC_KWARGS = {"out", "where", "casting", "order", "dtype", "subok", "signatur
                  "keepdims"}
 
 
+def _positional_out(uf: np.ufunc, args, kwargs: dict) -> tuple[tuple, dict]:
+    """NumPy's positional outputs, f(a, b, out), moved into the keywords (as a tuple where
+    the ufunc has several outputs)."""
+    n = uf.nin + uf.nout
+    if not uf.nin <= len(args) <= n:
+        raise TypeError(f"{uf.__name__}() takes from {uf.nin} to {n} positional arguments but "
+                        f"{len(args)} {'was' if len(args) == 1 else 'were'} given")
+    kw = dict(kwargs)
+    outs = tuple(args[uf.nin:])
+    if not outs:
+        return tuple(args), kw
+    if "out" in kw:
+        raise TypeError("cannot specify 'out' as both a positional and keyword argument")
+    if uf.nout == 1:
+        if isinstance(outs[0], (tuple, list)):
+            raise TypeError("return arrays must be of ArrayType")
+        kw["out"] = outs[0]
+    else:
+        kw["out"] = outs + (None,) * (uf.nout - len(outs))
+    return tuple(args[:uf.nin]), kw
+
+
 def call_ufunc(uf: np.ufunc, args, kwargs: dict):
     """A ufunc call as NumPy spells it (out=, where=, dtype=, casting=, ...): lazy when tracer
     supports it, else NumPy on evaluated inputs (warned and counted)."""
-    kw = dict(kwargs)
+    args, kw = _positional_out(uf, args, kwargs)
+    out_given = "out" in kw
     out = kw.pop("out", None)
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
@@ -192,7 +268,7 @@ def call_ufunc(uf: np.ufunc, args, kwargs: dict):
     for k in kw:
         if k not in _UFUNC_KWARGS:
             raise TypeError(f"{uf.__name__}() got an unexpected keyword argument '{k}'")
-    if where is not True and out is None and "out" not in kwargs:
+    if where is not True and out is None and not out_given:
         from .runtime import user_frame
         f = user_frame()
         warnings.warn_explicit("'where' used without 'out', expect unitialized memory in output. "

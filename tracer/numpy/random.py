@@ -38,7 +38,7 @@ _OUT_SIGNATURES = {n: s for n, s in _SIGNATURES.items() if "out" in s.parameters
 def _host_out(out: _ndarray) -> _np.ndarray:
     """A host buffer laid out as `out` is (the same view steps on a base of the same shape), so
     NumPy accepts or rejects it (contiguity, dtype, shape) exactly as it would `out`."""
-    buf = _apply_view_numpy(_np.empty(out._var.node.shape, out.dtype), out._view.steps)
+    buf = _apply_view_numpy(_np.empty(out._var.node.shape, out._var.node.dtype), out._view.steps)
     if not out._view.writeable:
         buf.flags.writeable = False
     return buf
