@@ -216,3 +216,20 @@ def test_namedtuple_value_assigns_its_fields():
         p[1:] = [point(3.0, 4.0), point(5.0, m.float64(6.0))]
         return p, m.array([point(1, 2)])
     same(write)
+
+
+RAVEL_CASES = [lambda m: m.arange(5)[::-1], lambda m: m.arange(12).reshape(3, 4)[::-1, ::2],
+               lambda m: m.arange(12).reshape(3, 4).T, lambda m: m.arange(12).reshape(3, 4)[:, :2],
+               lambda m: m.arange(5)[::2], lambda m: m.arange(12).reshape(2, 3, 2).transpose(2, 0, 1)]
+
+
+@pytest.mark.parametrize("order", "CFAK")
+@pytest.mark.parametrize("case", range(len(RAVEL_CASES)))
+def test_ravel_is_a_view_only_where_numpys_is(case, order):
+    a, b = RAVEL_CASES[case](numpy), RAVEL_CASES[case](np)
+    ra, rb = a.ravel(order), b.ravel(order)
+    assert numpy.shares_memory(ra, a) == np.shares_memory(rb, b)
+    ra[...] = -1
+    rb[...] = -1
+    numpy.testing.assert_array_equal(numpy.asarray(b), a)
+    numpy.testing.assert_array_equal(numpy.asarray(rb), ra)

@@ -297,8 +297,8 @@ def write_through(base: Node, steps: tuple, region: Node) -> Node:
 class ndarray:
     """A lazy array: shape, dtype, ndim, size, nbytes and T never evaluate."""
 
-    # _arr0: set on a 0-d array the user built (np.array(5.)); any other 0-d result stands for
-    # the NumPy scalar NumPy returns there, and its repr is that scalar's
+    # _arr0: set on a 0-d array (np.array(5.), np.where, a[...], views of one); any other 0-d
+    # result stands for the NumPy scalar NumPy returns there, and its repr is that scalar's
     __slots__ = ("_var", "_view", "_memo", "_arr0", "__weakref__")
     __array_priority__ = 100
 
@@ -388,6 +388,14 @@ class ndarray:
         return Flags(self)
 
     # ---- views
+    def _alias(self, view: View | None = None) -> "ndarray":
+        """Another array over the same data (a no-op view): a 0-d array stays an array, a
+        scalar a scalar, as NumPy's views of them."""
+        out = ndarray(self._var, self._view if view is None else view)
+        if getattr(self, "_arr0", False):
+            out._arr0 = True
+        return out
+
     def _derive(self, kind: str, arg, shape, strides, writeable=None) -> "ndarray":
         return ndarray(self._var, self._view.then(kind, arg, shape, strides, writeable))
 
@@ -401,7 +409,7 @@ class ndarray:
             np.transpose(proxy(self.shape), axes)  # NumPy's own errors for bad axes
             perm = tuple(int(a) % self.ndim for a in axes)
         if perm == tuple(range(self.ndim)):
-            return ndarray(self._var, self._view)
+            return self._alias()
         st = self._view.strides
         return self._derive("transpose", perm, [self.shape[p] for p in perm], [st[p] for p in perm])
 
@@ -415,7 +423,7 @@ class ndarray:
             return self.transpose().reshape(rev, copy=copy).transpose()
         newshape = _infer_shape(self.size, tuple(operator.index(s) for s in shape))
         if newshape == self.shape:
-            return ndarray(self._var, self._view)
+            return self._alias()
         strides = nocopy_reshape(self.shape, self._view.strides, newshape)
         if strides is None and copy is False:
             raise ValueError("Unable to avoid creating a copy while reshaping.")
@@ -436,6 +444,9 @@ class ndarray:
             args = () if dtype is None else (dtype,)
             kwargs = {} if type is None else {"type": type}
             return builtins.type(self).__getattr__(self, "view")(*args, **kwargs)
+        if stands_for_scalar(self) and dt.itemsize == self.itemsize:  # NumPy: a scalar
+            return self._alias() if dt == self.dtype else \
+                ndarray._from_node(bitcast(self._node, dt))
         if dt == self.dtype:  # a view all the same (its base is this array's): a no-op step
             return self._derive("reshape", self.shape, self.shape, self._view.strides)
         # NumPy's own errors and result layout, from a stand-in with this array's strides
@@ -446,21 +457,32 @@ class ndarray:
         return self._derive("bitcast", dt, out.shape, strides)
 
     def _ravel_order(self, order) -> "ndarray":
-        """The view (or copy) that ravel/flatten read in `order`, as a reshape(-1)."""
-        if order in (None, "C"):
-            return self.reshape(-1)
+        """ravel in `order`: a view only where NumPy's ravel gives one (the array is contiguous
+        in that order, with positive strides), else a copy, as reshape(-1) would not be."""
+        if order not in (None, "C", "F", "A", "K"):
+            raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+        st = self._view.strides
+        if order == "A":
+            order = "F" if contiguous(self.shape, st, "F") and \
+                not contiguous(self.shape, st, "C") else "C"
         if order == "K":
-            st = self._view.strides
             perm = sorted(range(self.ndim), key=lambda i: -abs(st[i]))
-            return self.transpose(perm).reshape(-1)
-        if order in ("F", "A"):
-            return self.reshape(-1, order=order)
-        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+            x = self.transpose(perm)
+            order = "C"
+        else:
+            x = self.transpose() if order == "F" else self
+        xs = x._view.strides
+        if contiguous(x.shape, xs, "C") and all(s >= 0 for s in xs):
+            return x.reshape(-1)
+        return ndarray._from_node(G.reshape(x._node, (x.size,)))
 
     def _broadcast_view(self, shape) -> "ndarray":
         shape = tuple(shape)
-        if shape == self.shape:
-            return ndarray(self._var, View(self._view.steps, self.shape, self._view.strides, False))
+        if shape == self.shape:  # a read-only view; NumPy's 0-d result is an array
+            out = self._alias(View(self._view.steps, self.shape, self._view.strides, False))
+            if out.ndim == 0:
+                out._arr0 = True
+            return out
         pad = len(shape) - self.ndim
         st = (0,) * pad + tuple(0 if s == 1 and d != 1 else t for s, d, t in
                                 zip(self.shape, shape[pad:], self._view.strides))
@@ -602,6 +624,12 @@ class Flags:
         return "\n".join(f"  {k} : {self[k]}" for k in ("C_CONTIGUOUS", "F_CONTIGUOUS",
                                                         "OWNDATA", "WRITEABLE", "ALIGNED",
                                                         "WRITEBACKIFCOPY")) + "\n"
+
+
+def stands_for_scalar(a: "ndarray") -> bool:
+    """A 0-d result where NumPy gives an immutable scalar (a[1], a.sum(), np.add(a0, 1)): not
+    an array the user built or NumPy returns as a 0-d array (`_arr0`), nor a view of one."""
+    return a.ndim == 0 and not getattr(a, "_arr0", False) and not a._view.steps
 
 
 def proxy(shape, dtype=np.int8) -> np.ndarray:

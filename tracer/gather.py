@@ -179,8 +179,10 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
     if r is None:
         return False
     vshape = tuple(value.shape) if isinstance(value, (ndarray, np.ndarray)) else np.shape(value)
-    while len(vshape) > len(r.shape) and vshape[0] == 1:  # NumPy drops leading unit axes
-        vshape = vshape[1:]
+    if mode == "set":
+        _check_mask_value(a, key, len(vshape))
+    while mode == "set" and len(vshape) > len(r.shape) and vshape[0] == 1:
+        vshape = vshape[1:]  # a write drops leading unit axes (ufunc.at does not)
     try:
         ok = tuple(np.broadcast_shapes(vshape, r.shape)) == r.shape
     except ValueError:
@@ -191,8 +193,10 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
         raise ValueError(f"shape mismatch: value array of shape {shape_str(vshape)} could not "
                          f"be broadcast to indexing result of shape {shape_str(r.shape)}")
     if mode == "set":
-        v = _value_node(value, ndarray._from_node(G._typed("gather", (r.x._node, *r.nodes),
-                                                            r.attrs)))
+        target = G._typed("gather", (r.x._node, *r.nodes), r.attrs)
+        if target.shape != r.shape:  # None axes of the key
+            target = G.reshape(target, r.shape)
+        v = _value_node(value, ndarray._from_node(target))
     else:
         v = value._node if isinstance(value, ndarray) else asarray_node(value)
         while v.ndim > len(r.shape):
@@ -204,6 +208,13 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
     new = G._typed("scatter", (r.x._node, *r.nodes, v), r.attrs + (("mode", mode),))
     assign_full(r.x, new)
     return True
+
+
+def _check_mask_value(a: ndarray, key: tuple, vndim: int) -> None:
+    """NumPy's error for a[mask] = v with one mask over all axes and a value of ndim > 1."""
+    if len(key) == 1 and _is_mask(key[0]) and key[0].ndim == a.ndim and vndim > 1:
+        raise TypeError("NumPy boolean array indexing assignment requires a 0 or 1-dimensional "
+                        f"input, input has {vndim} dimensions")
 
 
 def _gather_shape(r: _Indexed) -> tuple:

@@ -11,7 +11,7 @@ from ir import Node
 from . import graph as G
 from .gather import gather, scatter
 from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
-                    apply_view_numpy, traced)
+                    apply_view_numpy, stands_for_scalar, traced)
 
 
 def _is_basic(key: tuple) -> bool:
@@ -65,7 +65,7 @@ def basic_view(a: ndarray, key: tuple) -> ndarray:
         strides = nocopy_reshape(view.shape, view._view.strides, out_shape)
         view = view._derive("reshape", out_shape, out_shape, strides)
     if view is a:
-        view = ndarray(a._var, a._view)
+        view = a._alias()
     return view
 
 
@@ -92,6 +92,10 @@ def getitem(a: ndarray, key):
         view = basic_view(a, key)
         if _is_scalar_key(a, key):  # a copy: later writes to `a` do not change it
             return ndarray._from_node(view._node)
+        if stands_for_scalar(a):  # NumPy's scalar[...] or scalar[None]: a new array
+            view = ndarray._from_node(view._node)
+        if view.ndim == 0:  # a[...] of a 0-d array: a 0-d view, as in NumPy, not a scalar
+            view._arr0 = True
         return view
     _check_key(a, key)
     out = gather(a, key)
@@ -104,9 +108,13 @@ def getitem(a: ndarray, key):
 def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
     """The node written into `target`. `scalar`: the key picked one element (a[1, 2] = v), where
     NumPy converts v as a single element and refuses any sequence."""
-    if scalar and (isinstance(value, (ndarray, np.ndarray)) and value.ndim > 0):
-        raise ValueError("setting an array element with a sequence.")
-    if isinstance(value, ndarray):
+    if scalar and isinstance(value, ndarray):
+        node = _element_node(value, target.dtype)
+    elif scalar and isinstance(value, np.ndarray) and value.ndim > 0:
+        one = np.zeros((), target.dtype)
+        one[()] = value  # NumPy's own errors for a sequence into one element
+        node = asarray_node(one)
+    elif isinstance(value, ndarray):
         node = value._node
     elif isinstance(value, np.ndarray) or isinstance(value, np.generic) and not scalar:
         node = asarray_node(value)
@@ -135,6 +143,46 @@ def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
     return G.broadcast(node, target.shape)
 
 
+def _element_node(value: ndarray, dtype: np.dtype) -> Node:
+    """A lazy value written as one element: NumPy's scalar setitem (a NumPy scalar checks its
+    value: OverflowError, NaN to int; a 0-d array casts; a sequence raises by shape and dtype).
+    Where the value is known now (small, from host data or constants) NumPy converts it here;
+    a computed one is cast as NumPy's array cast, NumPy's value where NumPy gives one."""
+    host = _known_small(value._node)
+    # an unknown value: its shape and dtype alone decide NumPy's errors for a sequence
+    probe = np.broadcast_to(np.zeros((), value.dtype), value.shape) if host is None else host
+    one = np.zeros((), dtype)
+    one[()] = probe[()] if stands_for_scalar(value) else probe
+    if host is not None:
+        return asarray_node(one)
+    node = value._node
+    return node if node.ndim == 0 else G.reshape(node, ())
+
+
+_KNOWN_OPS = 8  # a longer computation is not worth running twice
+
+
+def _known_small(node: Node) -> np.ndarray | None:
+    """The values of a small elementwise computation on known data (host leaves, constants),
+    run with NumPy now; None for anything else (a write in a loop stays lazy)."""
+    from ir.interp import run_graph
+    from ir.registry import OPS, Kind
+    from .ufuncs import known_values
+    if node.size > 1:
+        return None
+    seen, todo = set(), [node]
+    while todo:  # bounded: never walks a long history of writes
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if len(seen) > _KNOWN_OPS or not n.inputs and known_values(n) is None or \
+                n.inputs and OPS[n.op].kind not in (Kind.ELEMENTWISE, Kind.MOVEMENT):
+            return None
+        todo += n.inputs
+    return run_graph([node], leaf=known_values)[0]
+
+
 def assign_full(target: ndarray, value: Node) -> None:
     """Replace all of `target` (a view of its base) with `value`, which has target's shape."""
     if not target._view.writeable:
@@ -151,7 +199,8 @@ def setitem(a: ndarray, key, value) -> None:
     if _is_basic(key):
         target = basic_view(a, key)
         # a NumPy scalar converts as one element, as a Python value does (OverflowError)
-        element = _is_scalar_key(a, key) or isinstance(value, np.generic)
+        element = _is_scalar_key(a, key) or isinstance(value, np.generic) or \
+            isinstance(value, ndarray) and stands_for_scalar(value)
         assign_full(target, _value_node(value, target, element))
         return
     _check_key(a, key)

@@ -7,7 +7,7 @@ from . import functions as F
 from . import graph as G
 from . import reductions as R
 from . import building, einsum, sorting
-from .array import laid_out, ndarray, proxy, traced
+from .array import laid_out, ndarray, proxy, stands_for_scalar, traced
 from .indexing import getitem, setitem
 from .runtime import foreign_operand, numpy_operator
 from .ufuncs import apply_ufunc, call_ufunc
@@ -21,17 +21,11 @@ def _binary(uf, dunder, reflected=False):
     return op
 
 
-def _stands_for_scalar(a: ndarray) -> bool:
-    """A 0-d result where NumPy gives an immutable scalar (a[1], a.sum()): not an array the
-    user built (`_arr0`), nor a view of one."""
-    return a.ndim == 0 and not getattr(a, "_arr0", False) and not a._view.steps
-
-
 def _inplace(uf, dunder):
     def op(self, other):
         if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
             return numpy_operator(self, dunder, other)
-        if _stands_for_scalar(self):  # `s += x` rebinds s to a new scalar, as in NumPy
+        if stands_for_scalar(self):  # `s += x` rebinds s to a new scalar, as in NumPy
             return apply_ufunc(uf, (self, other))
         apply_ufunc(uf, (self, other), out=self)
         return self
@@ -106,7 +100,7 @@ def _copy(self, order="C"):
 
 def _copied_from(src: ndarray, res: ndarray) -> ndarray:
     """A copy of a 0-d array is an array, of a scalar a scalar, as in NumPy."""
-    if src.ndim == 0 and not _stands_for_scalar(src):
+    if src.ndim == 0 and not stands_for_scalar(src):
         res._arr0 = True
     return res
 

@@ -433,8 +433,7 @@ def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
     if copies:
         from .indexing import setitem
         for x, h in copies:
-            if h.flags.writeable and not np.array_equal(h, to_numpy(x),
-                                                        equal_nan=h.dtype.kind in "fc"):
+            if h.flags.writeable and h.tobytes() != to_numpy(x).tobytes():  # bits: -0.0 too
                 setitem(x, Ellipsis, h)
     return out if out is not None and r is out else _wrap(r)  # NumPy's out= is returned as is
 
