@@ -179,7 +179,8 @@ _NAN = float("nan")
 
 def make_const(value, dtype) -> Node:
     """A 0-d constant. Its attrs tell NaN (one shared object) and -0.0 (a `neg` flag) apart,
-    since the intern table compares values with ==."""
+    since the intern table compares values with ==; a complex one carries its bits, which
+    tell the signs of zero parts apart (-0.0+0j == 0j)."""
     dtype = np.dtype(dtype)
     if isinstance(value, float) and dtype.kind == "f" and dtype.itemsize < 8 and abs(value) > 6e4:
         with np.errstate(all="ignore"):  # may round to inf, as NumPy's cast does
@@ -193,4 +194,6 @@ def make_const(value, dtype) -> Node:
             attrs = (("value", _NAN), ("dtype", dtype.str))
         elif py == 0 and np.signbit(v):
             attrs += (("neg", True),)
+    elif dtype.kind == "c":
+        attrs += (("bits", v.tobytes()),)
     return make("const", (), (), dtype, attrs)

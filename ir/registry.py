@@ -263,7 +263,8 @@ def _no_rule(shapes, attrs):
 
 register(OpDef("input", Kind.LEAF, 0, _no_rule, _no_rule, ref=lambda buf: buf.value))
 register(OpDef("const", Kind.LEAF, 0, _no_rule, _no_rule,
-               ref=lambda value, dtype, neg=False: np.asarray(-0.0 if neg else value, dtype=dtype),
+               ref=lambda value, dtype, neg=False, bits=None:
+               np.asarray(-0.0 if neg else value, dtype=dtype),
                template=T("{0}")))
 register(OpDef("param", Kind.LEAF, 0, _no_rule, _no_rule, ref=None))
 

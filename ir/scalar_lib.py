@@ -65,7 +65,7 @@ _h("_sign", """
 def _sign(a):
     if a != a:
         return a
-    return (a > 0) - (a < 0)
+    return int(a > 0) - int(a < 0)  # NumPy bools (the cuda simulator) do not subtract
 """)
 _h("_floor", """
 def _floor(a):

@@ -605,12 +605,13 @@ def _order_free(n: Node) -> bool:
 
 
 def _keeps_values(n: Node) -> bool:
-    """Reducing one element gives the element, bit for bit: not for any/all of non-bool (0/1)
-    nor float sums (NumPy starts them at +0.0: sum([-0.0]) is 0.0)."""
+    """Reducing one element gives the element, bit for bit: not for any/all of non-bool (0/1),
+    float sums (NumPy starts them at +0.0: sum([-0.0]) is 0.0) nor complex products
+    ((1+0j) * (inf+1j) is inf+nanj)."""
     ident = OPS[n.op].identity
     if isinstance(ident, bool):
         return n.dtype.kind == "b"
-    return not (ident == 0 and n.dtype.kind in "fc")
+    return not (ident == 0 and n.dtype.kind in "fc" or ident == 1 and n.dtype.kind == "c")
 
 
 @on(*_REDUCTIONS)

@@ -14,16 +14,8 @@ import pytest
 
 import fuzz
 
-# seeds that expose bugs not fixed yet (see the fuzzer findings): {seed: cause}; put each
-# back once its cause is fixed
-OBJECT_ARRAY = "item 21: np.array(-2**70) is NumPy's object array, not a tracer array"
-CLIP_BIG = "item 12 (in progress): np.clip(a, 2**64, x) raises 'unsupported operand ... object'"
-CLIP_ZERO = "np.clip(f16, -0.0, False): zero sign differs after earlier programs (constant reuse)"
-BOTH = {152: OBJECT_ARRAY, 190: CLIP_ZERO,
-        **dict.fromkeys([83, 87, 102, 217, 232, 253, 289], CLIP_BIG)}
-KNOWN = {"compiled": BOTH,
-         "small": {**BOTH, 396: OBJECT_ARRAY, **dict.fromkeys([349, 429, 486], CLIP_BIG)},
-         "cuda": {}}
+# seeds that expose bugs not fixed yet: {mode: {seed: cause}}; put each back once fixed
+KNOWN: dict[str, dict[int, str]] = {"compiled": {}, "small": {}, "cuda": {}}
 SLICE = {"compiled": range(0, 300), "small": range(0, 600), "cuda": range(0, 10)}
 
 

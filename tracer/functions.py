@@ -127,6 +127,9 @@ def _check_size(shape: tuple[int, ...], dt: np.dtype) -> None:
 @traced
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
+    if dtype is None and not isinstance(fill_value, ndarray) and \
+            np.array(fill_value).dtype.kind in FOREIGN_KINDS:  # 2**64: objects, as np.array
+        return np.full(shape, fill_value, order=order)
     if order != "C":  # the same values; only the strides (flags, later views) differ
         np.empty(0, order=order)  # NumPy's own error for an order it refuses
         return laid_out(full(shape, fill_value, dtype), order)
@@ -138,9 +141,11 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     else:
         dt = np.dtype(dtype) if dtype is not None else np.array(fill_value).dtype
         _check_size(shape, dt)  # NumPy allocates before it fills
-        fill = np.array(fill_value, dtype=dt)  # NumPy's own OverflowError / ValueError
-        out = ndarray(Var(G.leaf(np.full(shape, fill, dt)))) if fill.ndim else \
-            ndarray._from_node(G.broadcast(G.const(fill[()], dt), shape))
+        if np.ndim(fill_value):
+            out = ndarray(Var(G.leaf(np.full(shape, fill_value, dt))))
+        else:  # NumPy's own unsafe conversion (complex -> real, nan -> int) and its errors
+            fill = np.full((), fill_value, dt)
+            out = ndarray._from_node(G.broadcast(G.const(fill[()], dt), shape))
     out._arr0 = True  # a 0-d result is an array (np.zeros(())), not a scalar
     return out
 
@@ -405,7 +410,9 @@ def where(condition, x=None, y=None):
                            G.const(ops[0].weak, np.bool_), np.bool_), shape)
     a = G.broadcast(_where_operand(ops[1], dt), shape)
     b = G.broadcast(_where_operand(ops[2], dt), shape)
-    return ndarray._from_node(G.where(c, a, b))
+    out = ndarray._from_node(G.where(c, a, b))
+    out._arr0 = True  # np.where returns an array, 0-d too (not a scalar)
+    return out
 
 
 def _where_operand(o, dt):
@@ -436,17 +443,33 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
             hi = None
     if lo is None and hi is None:
         r = apply_ufunc(np.positive, (r,))
-    # with both bounds NumPy runs its clip ufunc: one loop dtype for all three operands
-    dt = None if lo is None or hi is None else \
-        resolve(np._core.umath.clip, [Operand(r), Operand(lo), Operand(hi)])[-1]
-    if lo is not None:
-        r = apply_ufunc(np.maximum, (r, lo), dtype=dt)
-    if hi is not None:
-        r = apply_ufunc(np.minimum, (r, hi), dtype=dt)
+    if lo is None or hi is None:  # NumPy runs maximum(a, lo) or minimum(a, hi)
+        if lo is not None:
+            r = apply_ufunc(np.maximum, (r, lo))
+        if hi is not None:
+            r = apply_ufunc(np.minimum, (r, hi))
+    else:
+        r = _clip_both(r, lo, hi)
     if out is not None:
         from .reductions import _finish
         return _finish(r, out)
     return r
+
+
+def _clip_both(r, lo, hi):
+    """NumPy's clip ufunc: one loop dtype for all three operands. Its float loops keep x on a
+    tie (clip(0.0, -0.0, 1) is 0.0) and propagate a NaN from any operand; float
+    maximum/minimum pick by dtype-dependent rules on ties, so the choice is written out."""
+    dt = resolve(np._core.umath.clip, [Operand(r), Operand(lo), Operand(hi)])[-1]
+    if dt.kind == "c":  # its lexicographic order with NaNs is no NumPy comparison
+        from .runtime import fallback_call
+        return fallback_call("clip", np.clip, (r, lo, hi), {})
+    if dt.kind != "f":
+        return apply_ufunc(np.minimum, (apply_ufunc(np.maximum, (r, lo), dtype=dt), hi),
+                           dtype=dt)
+    x, lo, hi = (ndarray._from_node(Operand(v).as_node(dt, "clip")) for v in (r, lo, hi))
+    m = where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (x,)), x >= lo)), x, lo)
+    return where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (m,)), m <= hi)), m, hi)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):

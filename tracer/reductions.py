@@ -99,12 +99,25 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
         ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
     with np.errstate(all="ignore"):
         src = G.cast(x, np.bool_ if op in ("reduce_any", "reduce_all") else res_dt)
-    node = G.reduce(op, src, axes) if axes else src
+    if axes:
+        node = G.reduce(op, src, axes)
+    else:  # NumPy starts from `initial` where given
+        node = src if initial is not np._NoValue else _identity_applied(op, src)
     if initial is not np._NoValue:
         node = apply_ufunc(ufunc, (ndarray._from_node(node), initial))._node
         node = G.cast(node, res_dt)
     res = _keep(node, axes, x.ndim) if keepdims else ndarray._from_node(node)
     return _finish(res, out)
+
+
+def _identity_applied(op: str, x):
+    """A reduction over no axes: NumPy still starts from the identity, 0.0 + x (-0.0 becomes
+    0.0) or (1+0j) * x (inf+1j becomes inf+nanj); other identities leave x as it is."""
+    if x.dtype.kind == "f" and op == "reduce_sum" or x.dtype.kind == "c" and \
+            op in ("reduce_sum", "reduce_prod"):
+        ident = G.broadcast(G.const(0 if op == "reduce_sum" else 1, x.dtype), x.shape)
+        return G.elementwise("add" if op == "reduce_sum" else "multiply", (ident, x))
+    return x
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
