@@ -98,6 +98,17 @@ def test_clip_keeps_x_on_a_tie_with_a_zero_bound(mode, dt):
 
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_clip_with_array_bounds_takes_the_bound_on_a_tie(mode, dt):
+    n = len(_X)
+    with context(**mode):
+        for lo, hi in [(numpy.full(n, -0.0), 1.5), (-1.0, numpy.full(n, -0.0)),
+                       (numpy.full(n, 0.0), numpy.full(n, 0.0)), (-0.0, numpy.full(n, NAN))]:
+            same(lambda m: m.clip(m.array(_X, dt), m.asarray(numpy.asarray(lo, dt)),
+                                  m.asarray(numpy.asarray(hi, dt))))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_clip_with_one_bound_is_numpys_maximum_or_minimum(mode):
     with context(**mode):
         same(lambda m: m.clip(m.array(_X), -0.0, None))

@@ -154,6 +154,18 @@ def test_scalar_standing_value_written_into_a_region_checks_like_numpy_scalar(mo
 # ------------------------------------------------------------------ D: mask writes
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_mask_of_another_shape_gives_numpys_shape_mismatch(mode):
+    def prog(m, mask_shape, value_shape):
+        a = m.zeros((2, 3))
+        a[m.asarray(numpy.zeros(mask_shape, bool))] = m.ones(value_shape)
+        return a
+    with context(**mode):
+        for mask_shape in [(2, 0), (0, 0)]:
+            for value_shape in [(1, 3), (2, 3)]:
+                same(lambda m: prog(m, mask_shape, value_shape))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_mask_over_all_axes_refuses_a_value_of_ndim_above_one(mode):
     def fits(m):
         v1 = _host(m, [[2], [6]], "uint64")[1:2:1, :]
@@ -290,3 +302,30 @@ def test_no_op_views_of_zero_d_array_write_through_and_of_scalar_do_not(mode):
             same(lambda m: of_array(m, view))
             same(lambda m: of_scalar(m, view)[0])
             same(lambda m: of_scalar(m, view)[1])
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_computed_scalar_into_an_int_element_is_checked_at_the_line(mode):
+    def nan_from_a_view(m):
+        v0 = m.array(numpy.array(2**63 - 1, "int64"))
+        v0[()] += v0.view("float64")
+        return v0
+
+    def nan_after_a_write(m):
+        v0 = m.array(numpy.array([[4], [-3]], "int8"))
+        v0[-5:1:-1, 0] = True
+        v0[2::-2, 0][0] *= float("nan")
+        return v0
+
+    def out_of_range(m):
+        v0 = m.array(numpy.array([[4], [-3]], "int8"))
+        v0[0, 0] = (v0 * 2)[1, 0] - numpy.uint8(200)
+        return v0
+
+    def in_range(m):
+        a = m.arange(5)
+        a[0] = (a * 1.5)[3]
+        return a
+    with context(**mode):
+        for prog in (nan_from_a_view, nan_after_a_write, out_of_range, in_range):
+            same(prog)

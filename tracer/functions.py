@@ -457,9 +457,10 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
 
 
 def _clip_both(r, lo, hi):
-    """NumPy's clip ufunc: one loop dtype for all three operands. Its float loops keep x on a
-    tie (clip(0.0, -0.0, 1) is 0.0) and propagate a NaN from any operand; float
-    maximum/minimum pick by dtype-dependent rules on ties, so the choice is written out."""
+    """NumPy's clip ufunc: one loop dtype for all three operands, a NaN from any operand
+    propagates. On a tie (clip(0.0, -0.0, 1)) its float16 loop and its loop for one-element
+    bounds keep x; its float32/64 loop for array bounds takes the bound. Float
+    maximum/minimum pick by other rules on ties, so the choice is written out."""
     dt = resolve(np._core.umath.clip, [Operand(r), Operand(lo), Operand(hi)])[-1]
     if dt.kind == "c":  # its lexicographic order with NaNs is no NumPy comparison
         from .runtime import fallback_call
@@ -468,8 +469,11 @@ def _clip_both(r, lo, hi):
         return apply_ufunc(np.minimum, (apply_ufunc(np.maximum, (r, lo), dtype=dt), hi),
                            dtype=dt)
     x, lo, hi = (ndarray._from_node(Operand(v).as_node(dt, "clip")) for v in (r, lo, hi))
-    m = where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (x,)), x >= lo)), x, lo)
-    return where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (m,)), m <= hi)), m, hi)
+    keep_x = dt == np.float16 or lo.size == 1 and hi.size == 1
+    above = (x >= lo) if keep_x else (x > lo)
+    m = where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (x,)), above)), x, lo)
+    below = (m <= hi) if keep_x else (m < hi)
+    return where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (m,)), below)), m, hi)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):

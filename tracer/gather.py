@@ -179,6 +179,7 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
     if r is None:
         return False
     vshape = tuple(value.shape) if isinstance(value, (ndarray, np.ndarray)) else np.shape(value)
+    given = vshape
     if mode == "set":
         _check_mask_value(a, key, len(vshape))
     while mode == "set" and len(vshape) > len(r.shape) and vshape[0] == 1:
@@ -190,7 +191,7 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
     if not ok and mode != "set":
         raise ValueError("array is not broadcastable to correct shape")  # NumPy's ufunc.at
     if not ok:
-        raise ValueError(f"shape mismatch: value array of shape {shape_str(vshape)} could not "
+        raise ValueError(f"shape mismatch: value array of shape {shape_str(given)} could not "
                          f"be broadcast to indexing result of shape {shape_str(r.shape)}")
     if mode == "set":
         target = G._typed("gather", (r.x._node, *r.nodes), r.attrs)
@@ -212,7 +213,7 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
 
 def _check_mask_value(a: ndarray, key: tuple, vndim: int) -> None:
     """NumPy's error for a[mask] = v with one mask over all axes and a value of ndim > 1."""
-    if len(key) == 1 and _is_mask(key[0]) and key[0].ndim == a.ndim and vndim > 1:
+    if len(key) == 1 and _is_mask(key[0]) and key[0].shape == a.shape and vndim > 1:
         raise TypeError("NumPy boolean array indexing assignment requires a 0 or 1-dimensional "
                         f"input, input has {vndim} dimensions")
 

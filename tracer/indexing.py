@@ -146,9 +146,13 @@ def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
 def _element_node(value: ndarray, dtype: np.dtype) -> Node:
     """A lazy value written as one element: NumPy's scalar setitem (a NumPy scalar checks its
     value: OverflowError, NaN to int; a 0-d array casts; a sequence raises by shape and dtype).
-    Where the value is known now (small, from host data or constants) NumPy converts it here;
-    a computed one is cast as NumPy's array cast, NumPy's value where NumPy gives one."""
+    Where the value is known now (small, from host data or constants), or is a computed
+    scalar whose conversion to an integer can fail, NumPy converts it here (the latter
+    evaluates); any other computed value is cast as NumPy's array cast, with NumPy's value."""
     host = _known_small(value._node)
+    if host is None and stands_for_scalar(value) and dtype.kind in "iu" and \
+            not np.can_cast(value.dtype, dtype, "safe"):
+        host = value.__array__()  # NumPy checks a scalar's value here (NaN, out of range)
     # an unknown value: its shape and dtype alone decide NumPy's errors for a sequence
     probe = np.broadcast_to(np.zeros((), value.dtype), value.shape) if host is None else host
     one = np.zeros((), dtype)
