@@ -138,7 +138,8 @@ def _check(prog, host, outs):
 
 CASES = {  # program, size of the measured run, budget
     "chain": (chain, 2_000_000, 24 * MiB),     # 15 MiB of y held for std, no split
-    "mixed": (mixed, 2_000_000, 24 * MiB),     # the same, and a group written in place
+    "mixed": (mixed, 2_000_000, 32 * MiB),     # the same, and a group written in place (clip
+                                                # as NumPy picks ties: no longer splits at 24)
     "knn": (knn, 8000, 8 * MiB),                # split into row chunks, 32 MiB unsplit
     "rows": (rows, 24_000, 64 * MiB),           # 47 MiB of results, no split
     "distances": (distances, 8000, 40 * MiB),   # 31 MiB of results, chunks beside them
@@ -169,7 +170,7 @@ def test_process_growth_stays_within_the_budget(name, mode, monkeypatch):
     prog, size, limit = CASES[name]
     if mode == "tiered":
         _tiered(monkeypatch)
-    _measure(prog, size // 100, limit)  # loads this program's kernels
+    _measure(prog, size, limit)  # loads this program's kernels (a split's chunk kernels too)
     grew, (host, outs) = _measure(prog, size, limit)
     s = tracer.stats()
     assert s.planned_peak_bytes <= limit and s.measured_peak_bytes <= limit

@@ -47,11 +47,13 @@ def user_frame(depth: int = 1):
 
 class Site:
     """Where the user called tracer: file, line, the entry point called, and the caller's
-    globals (where NumPy's warnings registry lives)."""
+    module name (its globals hold NumPy's warnings registry). Not the globals themselves: a
+    node's site lives as long as the node, and an exec'd namespace holding the node's array
+    would then never be freed."""
 
     __slots__ = ("file", "line", "func", "module")
 
-    def __init__(self, file: str, line: int, func: str, module: dict):
+    def __init__(self, file: str, line: int, func: str, module: str | None):
         self.file, self.line, self.func, self.module = file, line, func, module
 
     def __str__(self) -> str:
@@ -64,7 +66,7 @@ SITES: "weakref.WeakKeyDictionary[Node, Site]" = weakref.WeakKeyDictionary()
 
 def caller_site(func: str) -> Site:
     f = user_frame(2)
-    return Site(f.f_code.co_filename, f.f_lineno, func, f.f_globals)
+    return Site(f.f_code.co_filename, f.f_lineno, func, f.f_globals.get("__name__"))
 
 
 # NumPy's error state lives in a context variable whose value is replaced by errstate/seterr;
@@ -143,9 +145,14 @@ def _warn_at(w: warnings.WarningMessage, site: Site | None) -> None:
     if site is None:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return
-    reg = site.module.setdefault("__warningregistry__", {})
-    warnings.warn_explicit(w.message, w.category, site.file, site.line,
-                           module=site.module.get("__name__"), registry=reg)
+    mod = sys.modules.get(site.module) if site.module else None
+    reg = vars(mod).setdefault("__warningregistry__", {}) if mod is not None else \
+        _REGISTRIES.setdefault(site.file, {})
+    warnings.warn_explicit(w.message, w.category, site.file, site.line, module=site.module,
+                           registry=reg)
+
+
+_REGISTRIES: dict[str, dict] = {}  # warnings registries of code that is no module (exec)
 
 
 def _made(value, args) -> str | None:

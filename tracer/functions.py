@@ -470,10 +470,22 @@ def _clip_both(r, lo, hi):
                            dtype=dt)
     x, lo, hi = (ndarray._from_node(Operand(v).as_node(dt, "clip")) for v in (r, lo, hi))
     keep_x = dt == np.float16 or lo.size == 1 and hi.size == 1
-    above = (x >= lo) if keep_x else (x > lo)
-    m = where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (x,)), above)), x, lo)
-    below = (m <= hi) if keep_x else (m < hi)
-    return where(apply_ufunc(np.logical_or, (apply_ufunc(np.isnan, (m,)), below)), m, hi)
+    m = _clip_side(x, lo, keep_x, np.less, np.less_equal)
+    return _clip_side(m, hi, keep_x, np.greater, np.greater_equal)
+
+
+def _clip_side(x, bound, keep_x: bool, beyond, beyond_or_tie):
+    """x past `bound` (or tied with it, where the loop takes the bound) becomes the bound; a
+    NaN x stays, a NaN bound wins. A bound known not to be NaN needs no check for it."""
+    from .ufuncs import known_values
+    if keep_x:
+        past = apply_ufunc(beyond, (x, bound))
+    else:
+        past = apply_ufunc(beyond_or_tie, (x, bound))
+    known = known_values(bound._node)
+    if known is None or np.isnan(known).any():
+        past = apply_ufunc(np.logical_or, (past, apply_ufunc(np.isnan, (bound,))))
+    return where(past, bound, x)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
