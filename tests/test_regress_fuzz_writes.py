@@ -329,3 +329,31 @@ def test_computed_scalar_into_an_int_element_is_checked_at_the_line(mode):
     with context(**mode):
         for prog in (nan_from_a_view, nan_after_a_write, out_of_range, in_range):
             same(prog)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_fallback_writes_back_only_what_numpy_wrote(mode):
+    def at_with_a_view_of_itself(m):  # the view's unchanged copy must not undo the write
+        v0 = m.array(numpy.array([[-2**63, 2, -5]], "int64"))
+        m.subtract.at(v0, [-1, -1], v0.view("uint64"))
+        return v0
+    with context(**mode), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same(at_with_a_view_of_itself)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_clip_of_a_0d_array_is_a_scalar_in_writes(mode):
+    def prog(m):
+        v0 = m.zeros((2, 3), "int16")
+        v1 = m.array(numpy.array(-numpy.inf))
+        v0[-1, :2] = m.clip(v1, -0.0, v1[()])  # a scalar -inf: OverflowError, as NumPy
+        return v0
+
+    def empty_target(m):  # an object value into nothing converts nothing
+        v3 = m.zeros((2, 3), "int64")
+        v3[-1:0, :2:-1] = m.array(2**64)
+        return v3
+    with context(**mode):
+        same(prog)
+        same(empty_target)

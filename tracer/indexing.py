@@ -118,7 +118,8 @@ def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
         node = value._node
     elif isinstance(value, np.ndarray) and value.dtype.kind in "OSUVMm":
         arr = np.empty(value.shape, target.dtype)
-        arr[...] = value  # objects, strings, dates: NumPy's own conversion and errors
+        if target.size:  # objects, strings, dates: NumPy's own conversion and errors
+            arr[...] = value
         node = asarray_node(arr)
     elif isinstance(value, np.ndarray) or isinstance(value, np.generic) and not scalar:
         node = asarray_node(value)

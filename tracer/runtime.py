@@ -420,21 +420,21 @@ def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
         return out if r is host else _wrap(r)
     # lazy arguments go in as writeable copies (as writeable as their view): a NumPy function
     # that writes into one (place, copyto, fill_diagonal, ...) has it written back
-    copies: list[tuple[ndarray, np.ndarray]] = []
+    copies: list[tuple[ndarray, np.ndarray, bytes]] = []
 
     def arg(x):
         if not isinstance(x, ndarray):
             return _to_host(x)
         h = np.array(to_numpy(x))
         h.flags.writeable = x._view.writeable
-        copies.append((x, h))
+        copies.append((x, h, h.tobytes()))
         return h
     r = fn(*map(arg, args), **{k: arg(v) for k, v in kwargs.items()})
     if copies:
         from .indexing import setitem
-        for x, h in copies:
-            if h.flags.writeable and h.tobytes() != to_numpy(x).tobytes():  # bits: -0.0 too
-                setitem(x, Ellipsis, h)
+        for x, h, before in copies:  # only what NumPy wrote: an unchanged copy of a view of a
+            if h.flags.writeable and h.tobytes() != before:  # written base stays out (bits:
+                setitem(x, Ellipsis, h)                       # -0.0 too)
     return out if out is not None and r is out else _wrap(r)  # NumPy's out= is returned as is
 
 
