@@ -3,7 +3,6 @@ NumPy's (copy= semantics, the ndarray constructor, ndarray subclasses, strings, 
 Decimal, structured and record arrays)."""
 from __future__ import annotations
 
-import warnings
 from decimal import Decimal
 from fractions import Fraction
 
@@ -13,16 +12,8 @@ import pytest
 import tracer
 import tracer.numpy as np
 from ir.config import context
+from regress import modes, quiet  # noqa: F401  (quiet: an autouse fixture)
 
-MODES = [dict(small_graph=4096), dict(small_graph=0, compile_mode="sync"),
-         dict(small_graph=0, compile_mode="tiered")]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_fallbacks():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tracer.TracerFallbackWarning)
-        yield
 
 
 def outcome(fn, m):
@@ -43,7 +34,7 @@ def same(fn):
 
 # ------------------------------------------------------------------ item 1: copy=
 
-@pytest.mark.parametrize("mode", MODES, ids=["small", "compiled", "tiered"])
+@modes()
 @pytest.mark.parametrize("make", ["array", "asarray", "asanyarray"])
 def test_copy_true_never_aliases_the_input(mode, make):
     with context(**mode):

@@ -3,49 +3,20 @@ conversion, complex constants of either zero sign, clip's choice on ties, huge P
 np.sign under the cuda simulator, and sum/prod starting from the identity."""
 from __future__ import annotations
 
-import warnings
 
 import numpy
 import pytest
 
-import tracer
 import tracer.numpy as np
 from ir.config import context
+from regress import modes, quiet, same  # noqa: F401  (quiet: an autouse fixture)
 
-MODES = [dict(small_graph=4096), dict(small_graph=0, compile_mode="sync")]
-MODE_IDS = ["small", "compiled"]
 INF, NAN = float("inf"), float("nan")
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tracer.TracerFallbackWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", numpy.exceptions.ComplexWarning)
-        yield
-
-
-def outcome(fn, m):
-    """fn(m)'s result as NumPy values (arrays and NumPy scalars compared by dtype, shape and
-    bits) or its exception (type and message)."""
-    try:
-        r = fn(m)
-    except Exception as e:  # noqa: BLE001  (the exception is the result compared)
-        return type(e), str(e)
-    rs = r if isinstance(r, tuple) else (r,)
-    return tuple((numpy.asarray(x).dtype, numpy.asarray(x).shape, numpy.asarray(x).tobytes())
-                 if isinstance(x, (tracer.ndarray, numpy.ndarray, numpy.generic)) else x
-                 for x in rs)
-
-
-def same(fn):
-    assert outcome(fn, np) == outcome(fn, numpy)
 
 
 # ------------------------------------------------------------------ A: np.full's fill value
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_full_converts_the_fill_value_unsafely_as_numpy_copyto(mode):
     with context(**mode):
         same(lambda m: m.full((), 1 + 2j, "int8"))
@@ -55,7 +26,7 @@ def test_full_converts_the_fill_value_unsafely_as_numpy_copyto(mode):
         same(lambda m: m.full((2,), [1.5, 2 + 1j], "int8"))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_full_raises_numpys_error_for_a_python_int_beyond_c_long(mode):
     with context(**mode):
         same(lambda m: m.full((), 2**64, "bool"))
@@ -64,7 +35,7 @@ def test_full_raises_numpys_error_for_a_python_int_beyond_c_long(mode):
 
 # ------------------------------------------------------------------ B1: complex zero constants
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_complex_zero_constants_of_either_sign_stay_apart(mode):
     with context(**mode):
         same(lambda m: (m.full((2, 3), 0.0, "complex128"), m.full((2, 3), -0.0, "complex128")))
@@ -73,7 +44,7 @@ def test_complex_zero_constants_of_either_sign_stay_apart(mode):
         same(lambda m: (m.full((2,), complex(0.0, -0.0)), m.full((2,), complex(-0.0, 0.0))))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_subtracting_negative_zero_from_a_complex_array_gives_positive_zero(mode):
     def prog(m):
         v = m.array(-0.0 - 0.9j)
@@ -88,7 +59,7 @@ def test_subtracting_negative_zero_from_a_complex_array_gives_positive_zero(mode
 _X = [0.0, -0.0, NAN, 1.0, 3.0, -INF]
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
 def test_clip_keeps_x_on_a_tie_with_a_zero_bound(mode, dt):
     with context(**mode):
@@ -97,7 +68,7 @@ def test_clip_keeps_x_on_a_tie_with_a_zero_bound(mode, dt):
             same(lambda m: m.clip(m.array(_X, dt), lo, hi))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
 def test_clip_with_array_bounds_takes_the_bound_on_a_tie(mode, dt):
     n = len(_X)
@@ -108,14 +79,14 @@ def test_clip_with_array_bounds_takes_the_bound_on_a_tie(mode, dt):
                                   m.asarray(numpy.asarray(hi, dt))))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_clip_with_one_bound_is_numpys_maximum_or_minimum(mode):
     with context(**mode):
         same(lambda m: m.clip(m.array(_X), -0.0, None))
         same(lambda m: m.clip(m.array(_X), None, 0.0))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_clip_of_complex_data_picks_the_bound_on_a_tie(mode):
     c = [0j, complex(-0.0, 0), complex(NAN, 0), complex(0, NAN), 1 + 1j, -1 + 0.5j]
     with context(**mode):
@@ -126,7 +97,7 @@ def test_clip_of_complex_data_picks_the_bound_on_a_tie(mode):
 
 # ------------------------------------------------------------------ H: huge Python ints
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_array_and_full_of_a_huge_int_are_numpys_object_arrays(mode):
     with context(**mode):
         for make in (lambda m: m.array(2**64), lambda m: m.array(-2**70),
@@ -147,7 +118,7 @@ def test_sign_runs_under_the_cuda_simulator(dt):
 
 # ------------------------------------------------------------------ K: sum/prod's identity
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_prod_of_one_complex_element_multiplies_by_the_identity(mode):
     with context(**mode):
         for x in [complex(INF, 0.6), complex(0, INF), complex(NAN, 1), complex(-0.0, -0.0)]:
@@ -157,7 +128,7 @@ def test_prod_of_one_complex_element_multiplies_by_the_identity(mode):
             same(lambda m: m.prod(m.array([x, 1 + 0j, 1j])))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_sum_over_no_axes_adds_positive_zero(mode):
     with context(**mode):
         same(lambda m: m.sum(m.array(-0.0)))

@@ -6,24 +6,13 @@ from __future__ import annotations
 import warnings
 
 import numpy
-import pytest
 
 import tracer
 import tracer.numpy as np
 from ir.config import context
+from regress import modes, quiet  # noqa: F401  (quiet: an autouse fixture)
 from tracer.array import stands_for_scalar
 
-MODES = [dict(small_graph=4096), dict(small_graph=0, compile_mode="sync")]
-MODE_IDS = ["small", "compiled"]
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tracer.TracerFallbackWarning)
-        warnings.simplefilter("ignore", numpy.exceptions.ComplexWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        yield
 
 
 def outcome(fn, m):
@@ -56,7 +45,7 @@ def _op_element(m, values, dtype, key, op, v):
     return a
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_element_read_modify_write_checks_the_value_as_numpy_scalar_setitem(mode):
     mul, sub = (lambda x, y: x * y), (lambda x, y: x - y)
     with context(**mode):
@@ -70,7 +59,7 @@ def test_element_read_modify_write_checks_the_value_as_numpy_scalar_setitem(mode
         same(lambda m: _op_element(m, [1, 2], "int8", 1, mul, 2))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_element_augmented_assignment_statement_checks_the_value(mode):
     def prog(m):
         a = _host(m, [1, 2])
@@ -87,7 +76,7 @@ def test_element_augmented_assignment_statement_checks_the_value(mode):
         same(inrange)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_element_writes_of_computed_values_in_a_loop_give_numpy_values(mode):
     def prog(m):
         a = m.arange(4, dtype="int8")
@@ -104,7 +93,7 @@ def _set_element(m, a, key, v):
     return a
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_sequence_into_one_element_raises_numpy_exception_by_target_dtype(mode):
     def whole(m):
         v = m.arange(4, dtype="complex128")
@@ -122,7 +111,7 @@ def test_sequence_into_one_element_raises_numpy_exception_by_target_dtype(mode):
         same(lambda m: _set_element(m, m.zeros(3, "int8"), 0, m.arange(1)))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_size_one_array_into_one_bool_element_is_allowed(mode):
     def prog(m):
         v = _host(m, [True])
@@ -132,14 +121,14 @@ def test_size_one_array_into_one_bool_element_is_allowed(mode):
         same(prog)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_zero_d_array_into_one_element_casts_but_scalar_checks(mode):
     with context(**mode):
         same(lambda m: _set_element(m, m.zeros(2, "int8"), 0, m.array(200, "int16")))
         same(lambda m: _set_element(m, m.zeros(2, "int8"), 0, m.array([200], "int16")[0]))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_scalar_standing_value_written_into_a_region_checks_like_numpy_scalar(mode):
     def prog(m):
         v8 = m.array(1e308)[None][0]
@@ -153,7 +142,7 @@ def test_scalar_standing_value_written_into_a_region_checks_like_numpy_scalar(mo
 
 # ------------------------------------------------------------------ D: mask writes
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_mask_of_another_shape_gives_numpys_shape_mismatch(mode):
     def prog(m, mask_shape, value_shape):
         a = m.zeros((2, 3))
@@ -165,7 +154,7 @@ def test_mask_of_another_shape_gives_numpys_shape_mismatch(mode):
                 same(lambda m: prog(m, mask_shape, value_shape))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_mask_over_all_axes_refuses_a_value_of_ndim_above_one(mode):
     def fits(m):
         v1 = _host(m, [[2], [6]], "uint64")[1:2:1, :]
@@ -190,7 +179,7 @@ def test_mask_over_all_axes_refuses_a_value_of_ndim_above_one(mode):
 
 # ------------------------------------------------------------------ E: advanced index, None
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_write_through_advanced_index_followed_by_none(mode):
     def inplace(m):
         a = _host(m, [1, 2, 3])
@@ -208,7 +197,7 @@ def test_write_through_advanced_index_followed_by_none(mode):
 
 # ------------------------------------------------------------------ F, B3: ufunc.at
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_ufunc_at_refuses_value_with_extra_leading_unit_axis(mode):
     def prog(m):
         v3 = _host(m, [[4.5, -1.8, 4.1]], "float32")
@@ -219,7 +208,7 @@ def test_ufunc_at_refuses_value_with_extra_leading_unit_axis(mode):
         same(prog)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_ufunc_at_complex_value_into_real_array_turns_negative_zero_positive(mode):
     def prog(m):
         v0 = _host(m, [[-0.0, -0.3, -5.5]], "float16")
@@ -231,7 +220,7 @@ def test_ufunc_at_complex_value_into_real_array_turns_negative_zero_positive(mod
 
 # ------------------------------------------------------------------ G: 0-d arrays
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_ellipsis_view_of_zero_d_array_is_written_in_place(mode):
     def mul(m):
         v0 = _host(m, 2.2)
@@ -249,7 +238,7 @@ def test_ellipsis_view_of_zero_d_array_is_written_in_place(mode):
         same(lambda m: _host(m, 2.0)[...])
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_zero_d_where_result_is_an_array(mode):
     def div(m):
         v0 = _host(m, -1, "int32")
@@ -267,7 +256,7 @@ def test_zero_d_where_result_is_an_array(mode):
         same(floordiv)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_zero_d_scalar_results_still_rebind(mode):
     def prog(m):
         a = _host(m, [1, 2], "int32")
@@ -282,7 +271,7 @@ def test_zero_d_scalar_results_still_rebind(mode):
         assert outcome(lambda m: prog(m)[2], np) == outcome(lambda m: prog(m)[2], numpy)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_no_op_views_of_zero_d_array_write_through_and_of_scalar_do_not(mode):
     def of_array(m, view):
         a = _host(m, 2.0)
@@ -304,7 +293,7 @@ def test_no_op_views_of_zero_d_array_write_through_and_of_scalar_do_not(mode):
             same(lambda m: of_scalar(m, view)[1])
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_computed_scalar_into_an_int_element_is_checked_at_the_line(mode):
     def nan_from_a_view(m):
         v0 = m.array(numpy.array(2**63 - 1, "int64"))
@@ -331,7 +320,7 @@ def test_computed_scalar_into_an_int_element_is_checked_at_the_line(mode):
             same(prog)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_fallback_writes_back_only_what_numpy_wrote(mode):
     def at_with_a_view_of_itself(m):  # the view's unchanged copy must not undo the write
         v0 = m.array(numpy.array([[-2**63, 2, -5]], "int64"))
@@ -342,7 +331,7 @@ def test_fallback_writes_back_only_what_numpy_wrote(mode):
         same(at_with_a_view_of_itself)
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes("small", "compiled")
 def test_clip_of_a_0d_array_is_a_scalar_in_writes(mode):
     def prog(m):
         v0 = m.zeros((2, 3), "int16")

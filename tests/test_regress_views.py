@@ -5,46 +5,19 @@ from __future__ import annotations
 
 import collections
 import itertools
-import warnings
 
 import numpy
 import pytest
 
-import tracer
 import tracer.numpy as np
 from ir.config import context
+from regress import modes, quiet, same  # noqa: F401  (quiet: an autouse fixture)
 
-MODES = [dict(small_graph=4096), dict(small_graph=0, compile_mode="sync"),
-         dict(small_graph=0, compile_mode="tiered")]
-MODE_IDS = ["small", "compiled", "tiered"]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_fallbacks():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tracer.TracerFallbackWarning)
-        yield
-
-
-def outcome(fn, m):
-    """fn(m)'s result as NumPy values (arrays compared by dtype, shape and bits) or its
-    exception (type and message)."""
-    try:
-        r = fn(m)
-    except Exception as e:  # noqa: BLE001  (the exception is the result compared)
-        return type(e), str(e)
-    rs = r if isinstance(r, tuple) else (r,)
-    return tuple((numpy.asarray(x).dtype, numpy.asarray(x).shape, numpy.asarray(x).tobytes())
-                 if isinstance(x, (tracer.ndarray, numpy.ndarray)) else x for x in rs)
-
-
-def same(fn):
-    assert outcome(fn, np) == outcome(fn, numpy)
 
 
 # ------------------------------------------------------------------ item 6: negative steps
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes()
 def test_negative_step_slice_starting_before_zero_is_empty(mode):
     with context(**mode):
         same(lambda m: m.arange(3.0)[-5::-1])
@@ -59,7 +32,7 @@ def _write(m, key, shape=(2, 3)):
     return a
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes()
 def test_write_through_negative_step_slice_before_zero_changes_nothing(mode):
     with context(**mode):
         same(lambda m: _write(m, slice(-3, None, -1)))
@@ -78,7 +51,7 @@ def _slice_program(m, s0, s1):
     return r, a
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes()
 def test_every_slice_reads_and_writes_as_numpy(mode):
     ends = [None, -5, -2, -1, 0, 2, 5]
     slices = [slice(a, b, c) for a, b, c in itertools.product(ends, ends, [None, 2, -1, -3])]
@@ -89,7 +62,7 @@ def test_every_slice_reads_and_writes_as_numpy(mode):
 
 # ------------------------------------------------------------------ item 7: .view(dtype)
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@modes()
 def test_write_through_dtype_view_reaches_the_base(mode):
     def zero_halves(m):
         z = m.ones(4, dtype=m.float32)
