@@ -138,3 +138,9 @@ def test_sum_over_no_axes_adds_positive_zero(mode):
         same(lambda m: m.sum(m.array(-0.0), initial=-0.0))  # NumPy starts from `initial`
         same(lambda m: m.prod(m.array(-0.0)))
         same(lambda m: m.max(m.array(-0.0)))
+
+
+@modes("small", "compiled")
+def test_clip_of_a_0d_complex_runs_numpy(mode):
+    with context(**mode):
+        same(lambda m: m.clip(m.array(numpy.complex64(-6.4 + 0.9j)), -1, 1j))

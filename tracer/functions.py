@@ -450,7 +450,8 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
             r = apply_ufunc(np.minimum, (r, hi))
     else:
         r = _clip_both(r, lo, hi)
-        r._arr0 = False  # a ufunc's 0-d result is a scalar (the where inside it is no ufunc)
+        if isinstance(r, ndarray):  # a ufunc's 0-d result is a scalar (where's is an array)
+            r._arr0 = False
     if out is not None:
         from .reductions import _finish
         return _finish(r, out)
