@@ -64,8 +64,8 @@ def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
 def fill(shape, dtype, value) -> np.ndarray:
     """An array of one value: np.zeros for +0 (pages come zeroed from the OS, touched only when
     written), else np.full."""
-    if value == 0 and not (np.dtype(dtype).kind == "f" and np.signbit(value)):
-        return np.zeros(shape, dtype)
+    if not np.asarray(value, dtype).tobytes().strip(b"\0"):
+        return np.zeros(shape, dtype)  # all-zero bits only (-0.0, also in complex, is not)
     return np.full(shape, value, dtype)
 
 

@@ -144,3 +144,13 @@ def test_sum_over_no_axes_adds_positive_zero(mode):
 def test_clip_of_a_0d_complex_runs_numpy(mode):
     with context(**mode):
         same(lambda m: m.clip(m.array(numpy.complex64(-6.4 + 0.9j)), -1, 1j))
+
+
+@modes("small", "compiled")
+def test_write_into_an_empty_region_keeps_a_complex_negative_zero_fill(mode):
+    def prog(m):
+        v5 = m.full((1, 3), -0.0, "complex64")
+        v5[-1:1:-1, :] -= v5
+        return v5
+    with context(**mode):
+        same(prog)
