@@ -207,10 +207,21 @@ _ufunc("isfinite", T("True", floats="math.isfinite({0})"))
 _ufunc("signbit", T("({0} < 0)", floats="_signbit({0})"))
 _ufunc("copysign", T("math.copysign({0}, {1})"))
 _ufunc("heaviside", T("_heaviside({0}, {1})"))
+def _compare(sym: str) -> Callable:
+    """`a sym b`; int64 against uint64 exactly, as NumPy's mixed loop (numba would compare
+    them as float64): a negative int64 is below every uint64."""
+    def tpl(in_dts, out_dt, backend):
+        if sorted(d.name for d in in_dts) != ["int64", "uint64"]:
+            return f"({{0}} {sym} {{1}})"
+        signed = 0 if in_dts[0].kind == "i" else 1
+        neg = eval(f"0 {sym} 1" if signed == 0 else f"1 {sym} 0")  # noqa: S307 (a literal)
+        return f"({neg} if {{{signed}}} < 0 else (_u64({{0}}) {sym} _u64({{1}})))"
+    return tpl
+
+
 for _n, _s in [("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
                ("greater", ">"), ("greater_equal", ">=")]:
-    _ufunc(_n, T(f"({{0}} {_s} {{1}})"),
-           Props(commutative=_n in ("equal", "not_equal")))
+    _ufunc(_n, T(_compare(_s)), Props(commutative=_n in ("equal", "not_equal")))
 _ufunc("logical_and", T("({0} and {1})"), _CI)
 _ufunc("logical_or", T("({0} or {1})"), _CI)
 _ufunc("logical_xor", T("(({0} != 0) != ({1} != 0))"), Props(commutative=True, associative=True))

@@ -154,3 +154,14 @@ def test_write_into_an_empty_region_keeps_a_complex_negative_zero_fill(mode):
         return v5
     with context(**mode):
         same(prog)
+
+
+@modes("small", "compiled")
+def test_int64_against_uint64_compares_exactly(mode):
+    a = numpy.array([-3, 2**63 - 1, -4, 0, 5, -2**63], "int64")
+    b = numpy.array([2**63, 2**63 - 1, 3, 0, 2**64 - 1, 1], "uint64")
+    with context(**mode):
+        for op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+            same(lambda m: getattr(m, op)(m.asarray(a), m.asarray(b)))
+            same(lambda m: getattr(m, op)(m.asarray(b), m.asarray(a)))
+            same(lambda m: getattr(m, op)(numpy.uint64(2**63), m.asarray(a)))
