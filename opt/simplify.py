@@ -74,6 +74,14 @@ def _same(x: Node | None, n: Node) -> Node | None:
     return x if x is not None and x.dtype == n.dtype else None
 
 
+def _same_bool(x: Node | None, n: Node) -> Node | None:
+    """_same for a fold that NumPy computes with logical ops: a bool result is 0/1 even where x's
+    bytes are not (a bool view of other data), so only an x computed by a kernel may stand in."""
+    if x is None or n.dtype != np.bool_ or x.op == "const":
+        return _same(x, n)
+    return _same(x, n) if OPS[x.op].kind in (Kind.ELEMENTWISE, Kind.REDUCE) else None
+
+
 def _cast(x: Node, dtype: np.dtype) -> Node:
     return x if x.dtype == dtype else _build("cast", (x,), (("dtype", np.dtype(dtype).str),))
 
@@ -327,7 +335,7 @@ def involution(n: Node) -> Node | None:
 @on(*_ops(lambda d: d.props.idempotent))
 def idempotent(n: Node) -> Node | None:
     # maximum(x, x) -> x, x & x -> x
-    return _same(n.inputs[0], n) if n.inputs[0] is n.inputs[1] else None
+    return _same_bool(n.inputs[0], n) if n.inputs[0] is n.inputs[1] else None
 
 
 @on(*(op for op in _REDUCE_OF if OPS[op].props.idempotent))
@@ -336,7 +344,7 @@ def idempotent_identity(n: Node) -> Node | None:
     # x or False -> x. Complex values have no such identity (they compare lexicographically).
     if n.dtype.kind == "c":
         return None
-    return _same(_other(n, _eq(reduce_identity(_REDUCE_OF[n.op], n.dtype))), n)
+    return _same_bool(_other(n, _eq(reduce_identity(_REDUCE_OF[n.op], n.dtype))), n)
 
 
 @on("logical_and", "logical_or")
@@ -350,7 +358,7 @@ def logical_absorb(n: Node) -> Node | None:
 def logical_not_not(n: Node) -> Node | None:
     # not not x -> x for bool x
     inner = n.inputs[0]
-    return _same(inner.inputs[0], n) if inner.op == "logical_not" else None
+    return _same_bool(inner.inputs[0], n) if inner.op == "logical_not" else None
 
 
 _NEGATED = {"equal": "not_equal", "not_equal": "equal", "less": "greater_equal",

@@ -165,3 +165,19 @@ def test_int64_against_uint64_compares_exactly(mode):
             same(lambda m: getattr(m, op)(m.asarray(a), m.asarray(b)))
             same(lambda m: getattr(m, op)(m.asarray(b), m.asarray(a)))
             same(lambda m: getattr(m, op)(numpy.uint64(2**63), m.asarray(a)))
+
+
+@modes()
+def test_bool_folds_write_numpys_zero_or_one_bytes_over_a_bool_view(mode):
+    # minimum(x, x) is x only when x's bytes are 0/1; NumPy's bool loops write 0/1
+    def prog(m, op):
+        v0 = m.array(numpy.array([[-4, -1, 6], [0, 7, 2]], "int8"))
+        v1 = v0.view("bool")
+        if op == "not_not":
+            m.logical_not(m.logical_not(v1), out=v1)
+        else:
+            getattr(m, op)(v1, v1, out=v1)
+        return v0
+    with context(**mode):
+        for op in ("minimum", "maximum", "logical_and", "bitwise_or", "not_not"):
+            same(lambda m: prog(m, op))
