@@ -38,9 +38,10 @@ also stops after an in-place line NumPy rejected (NumPy may have written part of
 Modes: compiled (small_graph=0, sync compile), small (small_graph=4096, sync), tiered
 (small_graph=0, tiered compile, a fresh kernel cache per run of the command) and cuda (the
 cuda backend under Numba's simulator, run in a subprocess that sets NUMBA_ENABLE_CUDASIM=1
-first; its programs are shorter and its shapes tiny).
+first; its programs are shorter and its shapes tiny). Mode gpu (not in `all`) runs the full-size
+programs on a real device.
 
-    python -m tests.fuzz --programs 500 --mode all [--seed 0] [--show]
+    python -m tests.fuzz --programs 500 --mode all [--seed 0] [--jobs 2] [--show]
 """
 from __future__ import annotations
 
@@ -594,7 +595,9 @@ def _hosts_used(line):
 MODES = {"compiled": dict(small_graph=0, compile_mode="sync"),
          "small": dict(small_graph=4096, compile_mode="sync"),
          "tiered": dict(small_graph=0, compile_mode="tiered"),
-         "cuda": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=True)}
+         "cuda": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=True),
+         "gpu": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=False)}
+ALL = ("compiled", "small", "tiered", "cuda")  # gpu needs a device: run it by name
 
 
 def programs(mode: str, seeds):
@@ -638,10 +641,40 @@ def run_mode(mode: str, seeds, show=False, out=sys.stdout):
 def child_env(mode: str, cache: str):
     env = dict(os.environ)
     env["TRACER_CACHE_DIR"] = cache
-    env["TRACER_BACKEND"] = "cuda" if mode == "cuda" else "cpu"
+    env["TRACER_BACKEND"] = "cuda" if mode in ("cuda", "gpu") else "cpu"
     if mode == "cuda":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     return env
+
+
+def run_children(mode: str, seed: int, n: int, jobs: int, show: bool):
+    """Run seeds [seed, seed + n) of a mode in `jobs` child processes; their summed counts and
+    failures, or None if one crashed."""
+    shared = os.environ.get("TRACER_CACHE_DIR",
+                            os.path.join(tempfile.gettempdir(), "tracer-fuzz-cache"))
+    bounds = [seed + n * j // jobs for j in range(jobs + 1)]
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for j in range(jobs):
+            cache = shared
+            if mode in ("tiered", "cuda", "gpu"):  # the tiered path needs cold kernels
+                cache = tempfile.mkdtemp(prefix=f"tracer-fuzz-{mode}-")
+            out = os.path.join(tmp, f"{j}.json")
+            cmd = [sys.executable, "-m", "tests.fuzz", "--mode", mode, "--programs",
+                   str(bounds[j + 1] - bounds[j]), "--seed", str(bounds[j]), "--json", out]
+            procs.append((subprocess.Popen(cmd + (["--show"] if show else []),
+                                           env=child_env(mode, cache), cwd=ROOT), out))
+        total = {"counts": {}, "failures": []}
+        for p, out in procs:
+            p.wait()
+            try:
+                data = json.load(open(out))
+            except (OSError, ValueError):
+                return None
+            for k, v in data["counts"].items():
+                total["counts"][k] = total["counts"].get(k, 0) + v
+            total["failures"] += data["failures"]
+    return total
 
 
 def main(argv=None):
@@ -650,9 +683,10 @@ def main(argv=None):
     ap.add_argument("--mode", default="all", choices=["all"] + list(MODES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show", action="store_true", help="print each failing program, shrunk")
+    ap.add_argument("--jobs", type=int, default=1, help="child processes that share the seeds")
     ap.add_argument("--json", help="(child) write counts and failures to this file")
     args = ap.parse_args(argv)
-    modes = list(MODES) if args.mode == "all" else [args.mode]
+    modes = list(ALL) if args.mode == "all" else [args.mode]
     if args.json:
         seeds = range(args.seed, args.seed + args.programs)
         counts, failures = run_mode(modes[0], seeds, args.show)
@@ -661,21 +695,11 @@ def main(argv=None):
         return 0
     bad = 0
     for mode in modes:
-        cache = os.environ.get("TRACER_CACHE_DIR",
-                               os.path.join(tempfile.gettempdir(), "tracer-fuzz-cache"))
-        if mode in ("tiered", "cuda"):  # the tiered path needs cold kernels
-            cache = tempfile.mkdtemp(prefix=f"tracer-fuzz-{mode}-")
-        with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-            cmd = [sys.executable, "-m", "tests.fuzz", "--mode", mode, "--programs",
-                   str(args.programs), "--seed", str(args.seed), "--json", tmp.name]
-            subprocess.run(cmd + (["--show"] if args.show else []), env=child_env(mode, cache),
-                           cwd=ROOT, check=False)
-            try:
-                data = json.load(open(tmp.name))
-            except ValueError:
-                print(f"{mode}: the run crashed")
-                bad += 1
-                continue
+        data = run_children(mode, args.seed, args.programs, max(1, args.jobs), args.show)
+        if data is None:
+            print(f"{mode}: a run crashed")
+            bad += 1
+            continue
         c = data["counts"]
         bad += c["mismatches"] + c["exceptions"] + c["crashes"]
         print(f"{mode}: {c['programs']} programs, {c['mismatches']} mismatches, "
