@@ -33,10 +33,10 @@ os.environ.setdefault("TRACER_COMPILE", "sync")  # timings of compiled kernels, 
 
 import numpy  # noqa: E402
 
-import opt  # noqa: E402
+from tracer import opt  # noqa: E402
 import tracer  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
-from ir.config import CONFIG, context  # noqa: E402
+from tracer.ir.config import CONFIG, context  # noqa: E402
 
 TOLERANCE = 1e-3  # float32 programs checked against float64 NumPy
 

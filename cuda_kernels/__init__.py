@@ -10,7 +10,7 @@ import os
 # when Numba first loads it; a value the user set is kept.
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-from ir import Buffer  # noqa: E402
+from tracer.ir import Buffer  # noqa: E402
 from .executor import Program, lower, run  # noqa: E402
 from .compiler import Kernel  # noqa: E402
 from .threads import snapshot  # noqa: E402

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from numba.core import config as numba_config
 
-from ir import Node
-from ir.registry import fusion_outputs, py_slice
-from ir.interp import eval_node
-from ir.stats import STATS
+from tracer.ir import Node
+from tracer.ir.registry import fusion_outputs, py_slice
+from tracer.ir.interp import eval_node
+from tracer.ir.stats import STATS
 from . import cpu
 from .compiler import cache_dir, purge_disk_cache, writable, write_atomic
 from .emit import key_hash

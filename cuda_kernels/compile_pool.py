@@ -28,8 +28,8 @@ import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 
-from ir.config import CONFIG
-from ir.stats import STATS
+from tracer.ir.config import CONFIG
+from tracer.ir.stats import STATS
 from . import compile_worker
 from .compiler import Kernel, module_path, writable
 from .progress import Bar

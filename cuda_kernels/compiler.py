@@ -24,9 +24,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ir import Node
-from ir.config import CONFIG
-from ir.stats import STATS
+from tracer.ir import Node
+from tracer.ir.config import CONFIG
+from tracer.ir.stats import STATS
 from .emit import body_key, key_hash, type_aliases
 
 

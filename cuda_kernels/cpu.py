@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir import Node, toposort
-from ir.registry import CHEAP_OPS, OPS, fusion_outputs, reduce_identity
+from tracer.ir import Node, toposort
+from tracer.ir.registry import CHEAP_OPS, OPS, fusion_outputs, reduce_identity
 from .emit import Emitter, tname
 
 BLOCK = 1024
@@ -22,8 +22,8 @@ FULL_CHUNK = 16384  # a full reduction's chunk: fewer, longer vector loops (sum(
 HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
-from cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2
-from cuda_kernels.vecmath import _bits_f64, _f64_bits, _fma, _radd, _rfma
+from tracer.cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2
+from tracer.cuda_kernels.vecmath import _bits_f64, _f64_bits, _fma, _radd, _rfma
 _ix = np.uint64
 """
 

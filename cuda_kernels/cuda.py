@@ -44,9 +44,9 @@ import time
 
 import numpy as np
 
-from ir import Buffer, Node
-from ir.config import CONFIG
-from ir.interp import eval_node
+from tracer.ir import Buffer, Node
+from tracer.ir.config import CONFIG
+from tracer.ir.interp import eval_node
 from .backends import Gen, record_launch, reduce_launch_sizes
 from .cpu import acc_dtype, find_reduce, row_plan
 from .cuda_gen import (HEADER, NB_TYPES, TILE, _tpb, gen_horizontal, gen_loop, gen_matmul,
@@ -479,7 +479,7 @@ def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9,
     result dtype; dtypes = out, a, b) or "index" (arg = "R_K_MODE"; dtypes = out, x, v, index)."""
     import numba
     from numba import cuda
-    from ir.config import context
+    from tracer.ir.config import context
     from . import backends
     with context(cuda_sim=False):
         fn = backends.get("cuda").library_kernel(kind, arg)

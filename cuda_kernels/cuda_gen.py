@@ -7,9 +7,9 @@ import math as _math
 
 import numpy as np
 
-from ir import Node, toposort
-from ir.config import CONFIG
-from ir.registry import OPS, reduce_identity
+from tracer.ir import Node, toposort
+from tracer.ir.config import CONFIG
+from tracer.ir.registry import OPS, reduce_identity
 from .cpu import acc_dtype, emit_ready, reduce_layout, row_index, row_plan, stores
 from .emit import Emitter, tname
 

@@ -23,8 +23,8 @@ import re
 
 import numpy as np
 
-from ir import Node
-from ir.registry import OPS
+from tracer.ir import Node
+from tracer.ir.registry import OPS
 from .cuda_gen import _tpb, _unflatten
 from .emit import helper_source, needed_helpers, tname
 

@@ -10,9 +10,9 @@ import re
 
 import numpy as np
 
-from ir import Node, toposort
-from ir.registry import OPS, Kind, fusion_outputs
-from ir.scalar_lib import HELPERS
+from tracer.ir import Node, toposort
+from tracer.ir.registry import OPS, Kind, fusion_outputs
+from tracer.ir.scalar_lib import HELPERS
 
 _CALL = re.compile(r"\b(_\w+)\(")
 

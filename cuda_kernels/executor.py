@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ir import Buffer, Node, Slot, toposort
-from ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
-from ir import library_ops
-from ir.registry import OPS, fusion_outputs
-from ir.stats import STATS
+from tracer.ir import Buffer, Node, Slot, toposort
+from tracer.ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
+from tracer.ir import library_ops
+from tracer.ir.registry import OPS, fusion_outputs
+from tracer.ir.stats import STATS
 from . import backends
 from .backends import const_value, fill
 from .compile_pool import prepare, ready, start_deferred

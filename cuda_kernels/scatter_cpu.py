@@ -11,8 +11,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from ir import Node
-from ir.registry import scatter_key
+from tracer.ir import Node
+from tracer.ir.registry import scatter_key
 from .compiler import cached_njit
 
 PRIVATE_MIN_UPDATES = 1 << 16   # below this, threads cost more than they save

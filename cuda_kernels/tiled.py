@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Node, toposort
-from ir.interp import apply_ref, eval_node
-from ir.liveness import VIEW_OPS
-from ir.registry import OPS, fusion_outputs
+from tracer.ir import Node, toposort
+from tracer.ir.interp import apply_ref, eval_node
+from tracer.ir.liveness import VIEW_OPS
+from tracer.ir.registry import OPS, fusion_outputs
 from .cpu import acc_dtype
 from .threads import run_split
 

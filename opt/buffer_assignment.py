@@ -6,8 +6,8 @@ update in place ignores the marks and copies, and the executor counts those byte
 (`explain(...).bytes_copied`)."""
 from __future__ import annotations
 
-from ir import Node, make, toposort
-from ir.liveness import Storage
+from tracer.ir import Node, make, toposort
+from tracer.ir.liveness import Storage
 
 
 def buffer_assignment(roots: list[Node]) -> list[Node]:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Node, make, toposort, users
-from ir.registry import OPS, matrix_shape
+from tracer.ir import Node, make, toposort, users
+from tracer.ir.registry import OPS, matrix_shape
 from .rewrite import rebuild, with_inputs
 
 

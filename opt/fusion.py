@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ir import Node, make, toposort, users
-from ir.registry import CHEAP_OPS, OPS, TUPLE_DTYPE, Kind, fusion_outputs, unit_reshape
+from tracer.ir import Node, make, toposort, users
+from tracer.ir.registry import CHEAP_OPS, OPS, TUPLE_DTYPE, Kind, fusion_outputs, unit_reshape
 from .rewrite import with_inputs
 
 MAX_GROUP = 64

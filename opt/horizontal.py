@@ -6,8 +6,8 @@ dominates small kernels (an optimizer step over many small parameter arrays, say
 """
 from __future__ import annotations
 
-from ir import Node, make, toposort
-from ir.registry import TUPLE_DTYPE, fusion_outputs
+from tracer.ir import Node, make, toposort
+from tracer.ir.registry import TUPLE_DTYPE, fusion_outputs
 from .fusion import MAX_GROUP, _ancestors, _combine_bodies, is_remap
 from .rewrite import with_inputs
 

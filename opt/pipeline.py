@@ -9,8 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ir import Node, format_graph, toposort, verify
-from ir.config import CONFIG
+from tracer.ir import Node, format_graph, toposort, verify
+from tracer.ir.config import CONFIG
 from .distance import euclidean_distance
 from .buffer_assignment import buffer_assignment
 from .dots import dot_decompose, dot_merge, matrix_chain

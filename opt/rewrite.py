@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ir import Node, make, toposort
+from tracer.ir import Node, make, toposort
 
 Rule = Callable[[Node], Node | None]
 

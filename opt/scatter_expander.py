@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ir import Node
-from ir.registry import OPS, Kind
+from tracer.ir import Node
+from tracer.ir.registry import OPS, Kind
 from .dots import build, reshape
 from .rewrite import apply_rules
 

@@ -11,10 +11,10 @@ import functools
 
 import numpy as np
 
-from ir import Node, make, toposort
-from ir.node import make_const
-from ir.interp import eval_node
-from ir.registry import OPS, Kind, reduce_identity
+from tracer.ir import Node, make, toposort
+from tracer.ir.node import make_const
+from tracer.ir.interp import eval_node
+from tracer.ir.registry import OPS, Kind, reduce_identity
 from .rewrite import Rule, apply_rules, rebuild
 
 # ---------------------------------------------------------------- helpers

@@ -7,8 +7,8 @@ elements as before, and it runs once even when the moved operands have other use
 """
 from __future__ import annotations
 
-from ir import Node, make
-from ir.registry import Kind
+from tracer.ir import Node, make
+from tracer.ir.registry import Kind
 from .fusion import has_kernel, is_remap
 from .rewrite import Rule, apply_rules
 from .simplify import (_bcast, _build, _ops, _reshape, _scalar, _transpose, by_op, on,

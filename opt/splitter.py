@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir import Buffer, Node, make, toposort
-from ir.registry import OPS
+from tracer.ir import Buffer, Node, make, toposort
+from tracer.ir.registry import OPS
 
 FAIL = "fail"  # a value that depends on S across rows: no split through it
 CUT = "cut"    # a value that depends on S only through reductions over its rows (combined)

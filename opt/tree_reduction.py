@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
-from ir import Node, make
-from ir.node import make_const
-from ir.registry import OPS, Kind, reduce_identity
+from tracer.ir import Node, make
+from tracer.ir.node import make_const
+from tracer.ir.registry import OPS, Kind, reduce_identity
 from .rewrite import rebuild, with_inputs
 
 TREE_MIN = 1 << 15      # shorter reductions gain nothing from a second stage

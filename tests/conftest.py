@@ -12,7 +12,7 @@ os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "t
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from ir.config import CONFIG  # noqa: E402
+from tracer.ir.config import CONFIG  # noqa: E402
 
 CONFIG.verify = True
 CONFIG.compile_mode = "sync"  # tiered and worker compiles have tests of their own

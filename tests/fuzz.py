@@ -609,7 +609,7 @@ def programs(mode: str, seeds):
 def run_mode(mode: str, seeds, show=False, out=sys.stdout):
     """Run the programs of these seeds in this process under the mode; returns the failures."""
     import tracer.numpy as tnp
-    from ir.config import context
+    from tracer.ir.config import context
     counts = {"programs": 0, "mismatches": 0, "exceptions": 0, "late": 0, "crashes": 0}
     failures = []
     with context(**MODES[mode]):

@@ -15,7 +15,7 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from ir.config import context
+from tracer.ir.config import context
 
 RNG = numpy.random.default_rng(2024)
 H3 = RNG.standard_normal((2, 3, 4))            # float64, rank 3
@@ -672,3 +672,20 @@ def test_long_loop_of_writes_flushes():
             h[i % 6] += i
         assert tracer.stats().evaluations - ev >= 3
         check(t, h)
+
+
+def test_users_own_opt_ir_and_cuda_kernels_beside_the_script_change_nothing(tmp_path):
+    # the install puts only `tracer` at the top; a user's modules of those names stay theirs
+    import subprocess
+    import sys
+    for name in ("opt.py", "ir.py"):
+        (tmp_path / name).write_text("raise ImportError('the user module was imported')\n")
+    (tmp_path / "cuda_kernels").mkdir()
+    (tmp_path / "cuda_kernels" / "__init__.py").write_text("raise ImportError('user package')\n")
+    (tmp_path / "script.py").write_text(
+        "import tracer, tracer.numpy as np\n"
+        "print(tracer.__version__, float((np.arange(10.) * 2 + 1).sum()))\n")
+    p = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [tracer.__version__, "100.0"]

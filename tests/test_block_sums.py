@@ -9,7 +9,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from cuda_kernels import cpu
+from tracer.cuda_kernels import cpu
 
 
 def _src(*outs) -> str:

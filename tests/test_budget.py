@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from opt import splitter
+from tracer.opt import splitter
 from tracer.budget import active, parse_size
 
 MiB = 2**20
@@ -165,7 +165,7 @@ def test_jit_under_a_budget_splits(rng):
 def test_budget_on_the_cuda_backend_under_the_simulator():
     """The same split on the cuda backend (tiny sizes: the simulator runs a thread at a time);
     chunk results are assembled on the host."""
-    from ir.config import context
+    from tracer.ir.config import context
     rng = numpy.random.default_rng(3)
     x, y = _data(rng, (4, 3), (10, 3))
     with context(backend="cuda", cuda_sim=True):

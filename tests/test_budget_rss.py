@@ -29,7 +29,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from cuda_kernels import executor, tiled
+from tracer.cuda_kernels import executor, tiled
 
 MiB = 2**20
 # Measured here (test_what_is_not_array_data_fits_the_allowance and the tiny run of

@@ -159,7 +159,7 @@ def test_read_only_cache_install_and_home_compile_in_memory_with_one_warning(fil
 KILLED = """
 import time, numpy, tracer.numpy as np
 from multiprocessing import resource_tracker
-from cuda_kernels import compile_pool
+from tracer.cuda_kernels import compile_pool
 x = np.asarray(numpy.linspace(-1, 1, 300))
 print(float((np.sin(x) * 3 + 1).sum()), flush=True)
 while not (compile_pool._POOL and compile_pool._POOL._processes):

@@ -12,9 +12,9 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from cuda_kernels import backends, compiler, executor
-from cuda_kernels.compiler import batch_source
-from cuda_kernels.tiled import TILE
+from tracer.cuda_kernels import backends, compiler, executor
+from tracer.cuda_kernels.compiler import batch_source
+from tracer.cuda_kernels.tiled import TILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -141,7 +141,7 @@ def test_tiered_path_keeps_mixed_dtypes_and_wraparound(monkeypatch):
 
 WORKER_PROGRAM = """
 import json, numpy, tracer, tracer.numpy as np
-from cuda_kernels import compile_pool
+from tracer.cuda_kernels import compile_pool
 x = np.asarray(numpy.linspace(-1, 1, 300)); m = np.asarray(numpy.arange(24.0).reshape(4, 6))
 prog = lambda: [np.sin(x) * 3 + 1, (x * x).sum(), (m * 2).sum(axis=0), (m + 1).max(axis=1),
                 x.argmin()]

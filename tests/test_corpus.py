@@ -35,7 +35,7 @@ if __name__ == "__main__":  # the same setup as tests/conftest.py
 import numpy
 import pytest
 
-from ir.config import SMALL_GRAPH, context
+from tracer.ir.config import SMALL_GRAPH, context
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 MARKER = re.compile(r"^# %% (\S.*?)\s*$")
@@ -229,7 +229,7 @@ def summary(filters: list[str] | None = None, out=sys.stdout, verbose: bool = Fa
     """Run the corpus (snippets whose id contains any of `filters`), print passed/failed per
     file and each failure's first difference. Returns the number of failures."""
     try:
-        from ir.config import CONFIG
+        from tracer.ir.config import CONFIG
         CONFIG.verify = True
         CONFIG.compile_mode = "sync"
         CONFIG.compile_workers = 0

@@ -9,9 +9,9 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from cuda_kernels.cuda import compile_ptx, library_ptx
-from ir import toposort
-from ir.config import context
+from tracer.cuda_kernels.cuda import compile_ptx, library_ptx
+from tracer.ir import toposort
+from tracer.ir.config import context
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -11,11 +11,11 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-import cuda_kernels.cuda as cuda_mod
-from cuda_kernels import backends
-from ir import Buffer
-from ir.config import context
-from ir.stats import STATS
+import tracer.cuda_kernels.cuda as cuda_mod
+from tracer.cuda_kernels import backends
+from tracer.ir import Buffer
+from tracer.ir.config import context
+from tracer.ir.stats import STATS
 
 
 @pytest.fixture(autouse=True)
@@ -245,7 +245,7 @@ def test_row_kernels_softmax_logsumexp_layernorm(no_host):
 
 
 def test_tree_reduction_chunk_remap_runs_on_the_device(no_host, monkeypatch):
-    from opt import tree_reduction as tr
+    from tracer.opt import tree_reduction as tr
     monkeypatch.setattr(tr, "TREE_MIN", 8)
     h = _rand((41, 3))
     x = np.asarray(h)

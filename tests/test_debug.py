@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from ir.config import context
+from tracer.ir.config import context
 
 HERE = __file__
 
@@ -147,7 +147,7 @@ class _Tty:
 
 def test_progress_bar_draws_on_a_terminal_after_its_delay_and_clears():
     import time
-    from cuda_kernels.progress import Bar
+    from tracer.cuda_kernels.progress import Bar
     tty = _Tty(True)
     with Bar(7, stream=tty, delay=0.0) as bar:
         bar.step()
@@ -157,7 +157,7 @@ def test_progress_bar_draws_on_a_terminal_after_its_delay_and_clears():
 
 
 def test_progress_bar_is_quiet_off_a_terminal_and_for_short_compiles():
-    from cuda_kernels.progress import Bar
+    from tracer.cuda_kernels.progress import Bar
     pipe, fast = _Tty(False), _Tty(True)
     with Bar(3, stream=pipe, delay=0.0) as bar:
         bar.step()
@@ -167,7 +167,7 @@ def test_progress_bar_is_quiet_off_a_terminal_and_for_short_compiles():
 
 
 def test_a_failure_numpy_does_not_reproduce_names_the_values_being_computed(monkeypatch):
-    import cuda_kernels
+    from tracer import cuda_kernels
 
     def broken(*args, **kwargs):
         raise RuntimeError("kernel launch failed")

@@ -7,9 +7,9 @@ import numpy
 
 import tracer
 import tracer.numpy as np
-from cuda_kernels import backends
-from cuda_kernels.device_pool import DevicePool
-from ir.config import context
+from tracer.cuda_kernels import backends
+from tracer.cuda_kernels.device_pool import DevicePool
+from tracer.ir.config import context
 
 
 def _prog(m, x):

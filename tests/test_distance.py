@@ -11,10 +11,10 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from cuda_kernels.executor import PARALLEL_MIN
-from ir import run_graph, toposort, verify
-from ir.config import context
-from opt.distance import MIN_DIM, euclidean_distance
+from tracer.cuda_kernels.executor import PARALLEL_MIN
+from tracer.ir import run_graph, toposort, verify
+from tracer.ir.config import context
+from tracer.opt.distance import MIN_DIM, euclidean_distance
 
 D = 2 * MIN_DIM  # above the threshold
 N, M = 5, 4

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy
 import pytest
 
-import opt.dots as dots
+import tracer.opt.dots as dots
 import tracer
 import tracer.numpy as tnp
-from ir import run_graph, toposort, verify
-from ir.config import context
-from opt.dots import Factor, best_order, dot_decompose, dot_merge, matrix_chain
+from tracer.ir import run_graph, toposort, verify
+from tracer.ir.config import context
+from tracer.opt.dots import Factor, best_order, dot_decompose, dot_merge, matrix_chain
 from tracer import graph as G
 
 DOT_PASSES = ("matrix_chain", "dot_decompose", "dot_merge")
@@ -260,7 +260,7 @@ def test_merge_skips_dependent_mixed_and_big_dots(monkeypatch):
 # ---------------------------------------------------------------- cuda kernel flags
 
 def test_cuda_matmul_reads_transposed_operands_in_place():
-    from cuda_kernels import backends
+    from tracer.cuda_kernels import backends
     with context(backend="cuda", cuda_sim=True):
         be = backends.get("cuda")
         for dt, ta, tb, (ba, bb) in [("float32", 1, 0, (1, 1)), ("float64", 0, 1, (2, 1)),

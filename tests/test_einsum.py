@@ -9,7 +9,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from ir import toposort
+from tracer.ir import toposort
 
 RNG = numpy.random.default_rng(0)
 

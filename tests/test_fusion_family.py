@@ -8,10 +8,10 @@ import numpy
 import pytest
 
 import tracer
-from cuda_kernels import cpu
+from tracer.cuda_kernels import cpu
 import tracer.numpy as np
-from ir import toposort
-from ir.config import context
+from tracer.ir import toposort
+from tracer.ir.config import context
 
 
 def _softmax(xp, x, axis=-1):
@@ -241,8 +241,8 @@ def test_dependent_fusions_are_not_merged_into_a_cycle(rng):
 
 
 def test_structure_of_a_merged_graph():
-    from ir.verify import verify
-    from opt.fusion import fusion, multi_output_fusion
+    from tracer.ir.verify import verify
+    from tracer.opt.fusion import fusion, multi_output_fusion
     from tracer import graph as G
     x = G.leaf(numpy.ones((20, 5), numpy.float32))
     a = G.reduce("reduce_sum", x, (1,))
@@ -260,8 +260,8 @@ def test_merged_fusions_stay_within_the_group_cap_along_a_chain():
     """A scalar updated in a loop (b -= lr * mean) makes a chain of cheap fusions; merging
     them into their consumers must not add up past MAX_GROUP (it reached hundreds of ops and
     Python's recursion limit in codegen)."""
-    from ir import toposort
-    from opt.fusion import MAX_GROUP
+    from tracer.ir import toposort
+    from tracer.opt.fusion import MAX_GROUP
     X = np.asarray(numpy.linspace(0, 1, 200).reshape(100, 2))
     b = 0.0
     for _ in range(200):

@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 import tracer
 import tracer.numpy as np
-from ir import toposort
-from ir.config import context
+from tracer.ir import toposort
+from tracer.ir.config import context
 
 A = numpy.arange(2 * 3 * 4 * 5, dtype=numpy.float32).reshape(2, 3, 4, 5)
 

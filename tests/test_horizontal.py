@@ -6,10 +6,10 @@ import numpy
 
 import tracer
 import tracer.numpy as np
-from ir.config import context
-from ir.verify import verify
-from opt.fusion import fusion
-from opt.horizontal import SMALL, horizontal_fusion
+from tracer.ir.config import context
+from tracer.ir.verify import verify
+from tracer.opt.fusion import fusion
+from tracer.opt.horizontal import SMALL, horizontal_fusion
 
 
 def _three(xp, a, b):
@@ -95,7 +95,7 @@ def test_horizontal_kernel_under_the_cuda_simulator(rng):
 
 
 def test_many_small_kernels_fill_groups_up_to_the_size_cap(rng):
-    from opt.fusion import MAX_GROUP
+    from tracer.opt.fusion import MAX_GROUP
     hs = rng.standard_normal((2 * MAX_GROUP + 3, 7)).astype(numpy.float32)
     x = np.asarray(hs)
     outs = [x[i] * 2 for i in range(hs.shape[0])]

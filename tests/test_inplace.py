@@ -71,7 +71,7 @@ def test_dead_intermediates_are_released_during_the_run():
     """Fusion off: twelve 1 MiB temporaries in a chain; each is let go once read, so the run
     holds about two at a time (measured by tracemalloc, which sees NumPy's allocations)."""
     import tracemalloc
-    from ir.config import context
+    from tracer.ir.config import context
     h = numpy.linspace(0, 1, 1 << 17)  # 1 MiB of float64
     x = np.asarray(h)
     with context(disable_passes={"fusion"}):
@@ -92,9 +92,9 @@ def test_dead_intermediates_are_released_during_the_run():
 
 
 def test_buffer_assignment_marks_updates_and_switching_it_off_copies():
-    from ir.config import context
-    from ir.verify import verify
-    from opt.buffer_assignment import buffer_assignment
+    from tracer.ir.config import context
+    from tracer.ir.verify import verify
+    from tracer.opt.buffer_assignment import buffer_assignment
     from tracer import graph as G
     x = G.leaf(numpy.ones((4, 3), numpy.float32))
     made = G.elementwise("multiply", (x, x))
@@ -119,7 +119,7 @@ def test_buffer_assignment_marks_updates_and_switching_it_off_copies():
 
 
 def test_elementwise_kernel_writes_over_its_dying_input():
-    from ir import toposort
+    from tracer.ir import toposort
     h = numpy.arange(12.0).reshape(3, 4)
     x = np.asarray(h)
 

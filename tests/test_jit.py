@@ -128,7 +128,7 @@ def test_new_sizes_compile_nothing(rng):
 
 
 def test_debug_level_one_logs_new_kernels_and_each_phase(capsys):
-    from ir.config import context
+    from tracer.ir.config import context
     h = numpy.arange(7.0)
     with context(debug=1):
         numpy.asarray(np.arctan(np.asarray(h)) * 3 - 2)  # a structure no other test compiles

@@ -9,7 +9,7 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from ir.config import context
+from tracer.ir.config import context
 
 H = numpy.random.default_rng(7).standard_normal((3, 4, 5))
 

@@ -22,9 +22,9 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from cuda_kernels.emit import TYPE_NAMES
-from ir.registry import OPS, Kind, reduce_identity
-from ir.scalar_lib import HELPERS
+from tracer.cuda_kernels.emit import TYPE_NAMES
+from tracer.ir.registry import OPS, Kind, reduce_identity
+from tracer.ir.scalar_lib import HELPERS
 
 KERNEL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                  "uint64", "float32", "float64")

@@ -16,10 +16,10 @@ import numpy
 import pytest
 from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
-import opt
+from tracer import opt
 import tracer
 import tracer.numpy as tnp
-from ir.config import context
+from tracer.ir.config import context
 
 PASSES = list(dict.fromkeys(name for name, _fn, _why in opt.PIPELINE))
 DTYPES = [numpy.float64, numpy.float32, numpy.int64]

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy
 import pytest
 
-import opt
+from tracer import opt
 import tracer
 import tracer.numpy as tnp
-from ir import toposort
-from ir.config import Config, context
+from tracer.ir import toposort
+from tracer.ir.config import Config, context
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # bench/ is not installed; plain `pytest` does not add the root

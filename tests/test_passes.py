@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import opt
-from ir import Buffer, VerifyError, format_graph, make, run_graph, toposort, verify
-from ir.config import context
-from opt.fusion import fusion
-from opt.simplify import constant_folding, cse, dce, simplify
+from tracer import opt
+from tracer.ir import Buffer, VerifyError, format_graph, make, run_graph, toposort, verify
+from tracer.ir.config import context
+from tracer.opt.fusion import fusion
+from tracer.opt.simplify import constant_folding, cse, dce, simplify
 from tracer import graph as G
 
 

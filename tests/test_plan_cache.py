@@ -7,7 +7,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 
 
 def _hits() -> int:
@@ -64,7 +64,7 @@ def test_disabled_passes_are_part_of_the_key(rng):
 
 
 def test_cached_plans_hold_slots_not_user_buffers():
-    from ir import Slot
+    from tracer.ir import Slot
     from tracer import plans
     h = numpy.ones(1000, numpy.float32)
     numpy.testing.assert_array_equal(numpy.asarray(np.asarray(h) * 5.5 - 1), h * 5.5 - 1)

@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 
 MODES = {"small_graph": dict(small_graph=4096, compile_mode="sync"),
          "compiled": dict(small_graph=0, compile_mode="sync"),
@@ -179,7 +179,7 @@ def test_astype_of_special_values_matches_numpy(src):
 def test_add_at_private_bins_keep_negative_zero():
     """Past PRIVATE_MIN_UPDATES, threads add into private bins that start at -0.0, the
     additive identity that keeps a bin's -0.0 (0.0 + -0.0 would be 0.0)."""
-    from cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
+    from tracer.cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
     k = PRIVATE_MIN_UPDATES + 5
     h = numpy.array([-0.0, 1.0, -0.0])
     idx = numpy.arange(k) % 2

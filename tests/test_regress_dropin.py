@@ -11,7 +11,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 from regress import modes, quiet  # noqa: F401  (quiet: an autouse fixture)
 
 

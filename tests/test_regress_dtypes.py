@@ -9,7 +9,7 @@ import numpy
 import pytest
 
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 
 
 @pytest.fixture(autouse=True, params=["small_graph", "compiled"])

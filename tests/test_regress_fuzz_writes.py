@@ -9,7 +9,7 @@ import numpy
 
 import tracer
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 from regress import modes, quiet  # noqa: F401  (quiet: an autouse fixture)
 from tracer.array import stands_for_scalar
 

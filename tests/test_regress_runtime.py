@@ -12,8 +12,8 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from cuda_kernels import executor
-from ir.config import context
+from tracer.cuda_kernels import executor
+from tracer.ir.config import context
 
 MODES = ["small", "compiled", "tiered"]
 

@@ -10,7 +10,7 @@ import numpy
 import pytest
 
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 from regress import modes, quiet, same  # noqa: F401  (quiet: an autouse fixture)
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import tracer
 import tracer.numpy as np
-from ir.config import context
+from tracer.ir.config import context
 
 
 def _pair(shape=(4, 5), dtype=numpy.float64):
@@ -159,7 +159,7 @@ def test_many_updates_into_few_bins(dtype, cols, rng):
     """Past PRIVATE_MIN_UPDATES the cpu backend adds in private per-thread bins: integers stay
     exact, float64 sums may round differently from NumPy's sequential order; float32 keeps
     NumPy's order."""
-    from cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
+    from tracer.cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
     k = PRIVATE_MIN_UPDATES + 123
     idx = rng.integers(-300, 300, k)
     vals = (rng.standard_normal((k,) + cols) * 100).astype(dtype)
@@ -177,7 +177,7 @@ def test_many_updates_into_few_bins(dtype, cols, rng):
 
 
 def test_one_index_scatters_and_gathers_become_slice_writes_and_slices():
-    from ir import toposort
+    from tracer.ir import toposort
     h = numpy.arange(20.0).reshape(4, 5)
     a = np.asarray(h) * 2
     a[[3], 2] = 7
@@ -201,8 +201,8 @@ def test_one_index_scatters_and_gathers_become_slice_writes_and_slices():
 
 
 def test_scatter_expander_hand_built_graph():
-    from ir.verify import verify
-    from opt.scatter_expander import scatter_expander
+    from tracer.ir.verify import verify
+    from tracer.opt.scatter_expander import scatter_expander
     from tracer import graph as G
     x = G.leaf(numpy.zeros((3, 4), numpy.float32))
     i = G.broadcast(G.const(-1, numpy.int64), (1,))

@@ -11,12 +11,12 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from ir import make, toposort, verify
-from ir.config import context
-from ir.interp import eval_node
-from ir.registry import OPS
-from opt import simplify as S
-from opt.simplify import ALGEBRAIC, constant_folding, fold_constant, simplify
+from tracer.ir import make, toposort, verify
+from tracer.ir.config import context
+from tracer.ir.interp import eval_node
+from tracer.ir.registry import OPS
+from tracer.opt import simplify as S
+from tracer.opt.simplify import ALGEBRAIC, constant_folding, fold_constant, simplify
 from tracer import graph as G
 
 F, F32, I8, I16, I64, U8, B = (numpy.dtype(t) for t in (

@@ -9,10 +9,10 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from ir import make, toposort, verify
-from ir.config import context
-from ir.interp import eval_node
-from opt.sinking import sink_movement, sink_reshape, sink_transpose, transpose_into_reduce
+from tracer.ir import make, toposort, verify
+from tracer.ir.config import context
+from tracer.ir.interp import eval_node
+from tracer.opt.sinking import sink_movement, sink_reshape, sink_transpose, transpose_into_reduce
 from tracer import graph as G
 
 F = numpy.dtype(numpy.float64)

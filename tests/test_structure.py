@@ -108,7 +108,7 @@ def test_explain_shows_passes_groups_and_source():
     x = np.arange(10.0)
     plan = tracer.explain((x * 2 + 1).sum())
     text = str(plan)
-    from opt.pipeline import PIPELINE
+    from tracer.opt.pipeline import PIPELINE
     assert [p[0] for p in plan.passes] == [name for name, _, _ in PIPELINE]
     assert {"simplify", "constant_folding", "cse", "dce", "fusion"} <= {p[0] for p in plan.passes}
     assert "fusion" in text and "def k_reduce" in text and "== passes" in text

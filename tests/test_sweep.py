@@ -15,7 +15,7 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from ir.registry import OPS, Kind
+from tracer.ir.registry import OPS, Kind
 
 DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "uint32", "uint64", "float32",
           "float64"]

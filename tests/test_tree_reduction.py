@@ -7,10 +7,10 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from ir import make, toposort
-from ir.config import context
-from ir.interp import run_graph
-from opt import tree_reduction as tr
+from tracer.ir import make, toposort
+from tracer.ir.config import context
+from tracer.ir.interp import run_graph
+from tracer.opt import tree_reduction as tr
 from tracer import graph as G
 
 

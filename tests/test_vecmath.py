@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from ir.scalar_lib import HELPERS
+from tracer.ir.scalar_lib import HELPERS
 
 F32 = ["exp", "log", "log2", "log10", "sin", "cos", "tanh"]
 F64 = ["exp", "log"]

@@ -5,14 +5,16 @@
 """
 from __future__ import annotations
 
-from ir.config import CONFIG, context
-from ir.stats import reset_stats, stats
+__version__ = "0.1.0"
+
+from tracer.ir.config import CONFIG, context
+from tracer.ir.stats import reset_stats, stats
 from .array import ndarray
 from .runtime import (Plan, TracerFallbackWarning, coverage_report, evaluate, explain)
 from . import numpy  # noqa: F401
 from .jit import jit
 from .budget import MemoryBudgetError, memory_budget
 
-__all__ = ["CONFIG", "context", "stats", "reset_stats", "ndarray", "evaluate", "explain", "Plan",
+__all__ = ["__version__", "CONFIG", "context", "stats", "reset_stats", "ndarray", "evaluate", "explain", "Plan",
            "TracerFallbackWarning", "coverage_report", "numpy", "jit", "memory_budget",
            "MemoryBudgetError"]

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from cuda_kernels import snapshot
-from ir import Node
-from ir.config import CONFIG
-from ir.registry import py_slice
+from tracer.cuda_kernels import snapshot
+from tracer.ir import Node
+from tracer.ir.config import CONFIG
+from tracer.ir.registry import py_slice
 from . import debug
 from . import graph as G
 
@@ -52,7 +52,7 @@ def traced(fn):
     traceback of an error raised while recording in tracer's frames, not NumPy's."""
     import functools
     import time as _time
-    from ir.stats import STATS
+    from tracer.ir.stats import STATS
 
     name = fn.__name__
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import cuda_kernels
-from ir import Buffer, make, toposort
-from ir.liveness import VIEW_OPS
-from ir.stats import STATS
-from cuda_kernels import backends, tiled
-from cuda_kernels.executor import PeakMeter, over_one_element
-from opt import splitter
-from opt.splitter import row_block
+from tracer import cuda_kernels
+from tracer.ir import Buffer, make, toposort
+from tracer.ir.liveness import VIEW_OPS
+from tracer.ir.stats import STATS
+from tracer.cuda_kernels import backends, tiled
+from tracer.cuda_kernels.executor import PeakMeter, over_one_element
+from tracer.opt import splitter
+from tracer.opt.splitter import row_block
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ir import Node, toposort
-from ir.config import CONFIG
-from ir.interp import apply_ref, eval_node
+from tracer.ir import Node, toposort
+from tracer.ir.config import CONFIG
+from tracer.ir.interp import apply_ref, eval_node
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OUR_DIRS = tuple(os.path.join(_PKG_DIR, d) + os.sep for d in ("tracer", "ir", "opt", "cuda_kernels"))
@@ -103,7 +103,7 @@ def recorded(node: Node) -> Node:
 
 def host_value(n: Node):
     """A leaf's value on the host."""
-    import cuda_kernels
+    from tracer import cuda_kernels
     return cuda_kernels.to_host(n.attr("buf"))
 
 
@@ -175,7 +175,7 @@ def _raise_made(n: Node, kind: str, site: Site | None) -> None:
 def site_of(n: Node, order: list[Node]) -> Site | None:
     """n's own call site, else that of the nearest node reading it (n was built inside one
     user call, as part of its result)."""
-    from ir.node import users
+    from tracer.ir.node import users
     site = SITES.get(n)
     if site is not None:
         return site

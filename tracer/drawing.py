@@ -6,8 +6,8 @@ import shutil
 import subprocess
 import warnings
 
-from ir import Node, toposort
-from ir.node import short_type
+from tracer.ir import Node, toposort
+from tracer.ir.node import short_type
 
 
 def _label(n: Node) -> str:

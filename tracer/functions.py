@@ -7,7 +7,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from cuda_kernels import snapshot
+from tracer.cuda_kernels import snapshot
 
 from . import graph as G
 from .array import (Var, ndarray, apply_view_numpy, asarray_node, laid_out, proxy, shape_str,

@@ -219,7 +219,7 @@ def _check_mask_value(a: ndarray, key: tuple, vndim: int) -> None:
 
 
 def _gather_shape(r: _Indexed) -> tuple:
-    from ir.registry import OPS
+    from tracer.ir.registry import OPS
     return OPS["gather"].shape_rule([r.x.shape] + [n.shape for n in r.nodes], dict(r.attrs))
 
 

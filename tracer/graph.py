@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Buffer, Node, make
-from ir.node import make_const
-from ir.registry import OPS
+from tracer.ir import Buffer, Node, make
+from tracer.ir.node import make_const
+from tracer.ir.registry import OPS
 
 
 def _typed(op: str, inputs: tuple[Node, ...], attrs: tuple = ()) -> Node:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Node
+from tracer.ir import Node
 from . import graph as G
 from .gather import gather, scatter
 from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
@@ -174,8 +174,8 @@ _KNOWN_OPS = 8  # a longer computation is not worth running twice
 def _known_small(node: Node) -> np.ndarray | None:
     """The values of a small elementwise computation on known data (host leaves, constants),
     run with NumPy now; None for anything else (a write in a loop stays lazy)."""
-    from ir.interp import run_graph
-    from ir.registry import OPS, Kind
+    from tracer.ir.interp import run_graph
+    from tracer.ir.registry import OPS, Kind
     from .ufuncs import known_values
     if node.size > 1:
         return None

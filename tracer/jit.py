@@ -17,10 +17,10 @@ import functools
 
 import numpy as np
 
-import cuda_kernels
-from ir import Buffer, make
-from ir.config import CONFIG
-from ir.stats import STATS
+from tracer import cuda_kernels
+from tracer.ir import Buffer, make
+from tracer.ir.config import CONFIG
+from tracer.ir.stats import STATS
 from . import plans
 from .array import Var, ndarray
 from . import budget

@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import cuda_kernels
-import opt
-from cuda_kernels.executor import buffer_contiguous
-from ir import Node, Slot, make, toposort
-from ir.config import CONFIG
+from tracer import cuda_kernels
+from tracer import opt
+from tracer.cuda_kernels.executor import buffer_contiguous
+from tracer.ir import Node, Slot, make, toposort
+from tracer.ir.config import CONFIG
 
 MAX_PLANS = 256
 

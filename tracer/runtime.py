@@ -10,12 +10,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-import cuda_kernels
-import opt
-from ir import Buffer, Node, format_graph, make, toposort
-from ir.interp import run_graph
-from ir.config import CONFIG
-from ir.stats import STATS
+from tracer import cuda_kernels
+from tracer import opt
+from tracer.ir import Buffer, Node, format_graph, make, toposort
+from tracer.ir.interp import run_graph
+from tracer.ir.config import CONFIG
+from tracer.ir.stats import STATS
 from . import budget, debug, plans
 from .array import LOCK, Var, ndarray, pending_vars, apply_view_numpy
 from .functions import FOREIGN_KINDS

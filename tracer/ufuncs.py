@@ -10,9 +10,9 @@ import warnings
 
 import numpy as np
 
-from ir import Node
-from ir.interp import apply_ref
-from ir.registry import OPS, Kind
+from tracer.ir import Node
+from tracer.ir.interp import apply_ref
+from tracer.ir.registry import OPS, Kind
 from . import graph as G
 from .array import ndarray, asarray_node, shape_str, traced
 
