@@ -11,6 +11,7 @@ import os
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 from tracer.ir import Buffer  # noqa: E402
+from . import backends  # noqa: E402
 from .executor import Program, lower, run  # noqa: E402
 from .compiler import Kernel  # noqa: E402
 from .threads import snapshot  # noqa: E402
@@ -36,7 +37,6 @@ def default_backend(requested: str = "") -> str:
 def to_host(buf: Buffer):
     """The host (NumPy) value of a buffer, copied from the device once and kept."""
     if buf.host is None:
-        from . import backends
         buf.host = backends.get("cuda").to_host(buf.value)
     return buf.host
 

@@ -27,6 +27,7 @@ from typing import Any
 from tracer.ir import Node
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
+from .base import Backend
 from .emit import body_key, key_hash, type_aliases
 
 
@@ -138,21 +139,6 @@ def write_atomic(path: str, data: str | bytes) -> None:
         raise
 
 
-def cached_njit(**options):
-    """numba.njit with Numba's disk cache where Numba can write it (beside the module, or in
-    the user's cache folder); else (a read-only install and no writable home) compiled in
-    memory in each process, with one warning, where `cache=True` would raise."""
-    from numba import njit
-
-    def decorate(fn):
-        try:
-            return njit(cache=True, **options)(fn)
-        except RuntimeError as e:  # numba: "cannot cache function ...: no locator available"
-            read_only(str(e))
-            return njit(**options)(fn)
-    return decorate
-
-
 _SOURCES: dict[str, str] = {}  # modules compiled in memory (no writable cache): path -> source
 
 
@@ -162,10 +148,11 @@ def module_path(name: str) -> str:
 
 def write_module(name: str, source: str) -> str:
     """Write the module once (atomic rename), so its mtime, and Numba's cache, stay valid.
-    Without a writable cache it is kept in memory, without Numba's disk cache."""
+    Without a writable cache it is kept in memory (and its backend binds no disk cache: see
+    `module_globals`)."""
     path = module_path(name)
     if not writable():
-        _SOURCES[path] = source.replace(", cache=True)", ")")
+        _SOURCES[path] = source
         return path
     try:
         with open(path) as f:
@@ -218,8 +205,8 @@ def import_module(name: str, path: str, inject: dict | None = None):
     return mod
 
 
-def _request_key(be, body: Node, kind: str, flat: bool, parallel: bool):
-    key = body_key(body, kind) + getattr(be, "variant", lambda: "")()
+def _request_key(be: Backend, body: Node, kind: str, flat: bool, parallel: bool):
+    key = body_key(body, kind) + be.variant()
     name = f"k_{kind}_{'f' if flat else 's'}{'p' if parallel else ''}_{key_hash(be.name + key)}"
     return (be.name, key, flat, parallel), name
 
@@ -291,12 +278,10 @@ def batch_source(header: str, parts: list[tuple[str, str, str]]) -> str:
                       "\n\n".join(chunks), ""])
 
 
-def get_kernels(requests: list[tuple[Node, str, bool, bool]], backend: str) -> list[Kernel]:
-    """Kernels for (body, kind, flat, parallel) requests. Known ones come from memory, or from
-    the module an earlier batch wrote (the on-disk index); all new ones are generated into one
-    module (batched compilation), imported once."""
-    from . import backends
-    be = backends.get(backend)
+def get_kernels(requests: list[tuple[Node, str, bool, bool]], be: Backend) -> list[Kernel]:
+    """Kernels of backend `be` for (body, kind, flat, parallel) requests. Known ones come from
+    memory, or from the module an earlier batch wrote (the on-disk index); all new ones are
+    generated into one module (batched compilation), imported once."""
     keys: list[tuple] = []
     new: dict[tuple, tuple] = {}
     for body, kind, flat, parallel in requests:
@@ -311,7 +296,7 @@ def get_kernels(requests: list[tuple[Node, str, bool, bool]], backend: str) -> l
     return [_MEM[mk] for mk in keys]
 
 
-def _load_new(be, new: dict[tuple, tuple]) -> None:
+def _load_new(be: Backend, new: dict[tuple, tuple]) -> None:
     """Generate the kernels not in memory; write those no module on disk holds yet into one
     new module; import their modules and keep the kernels in _MEM."""
     t0 = time.perf_counter()
@@ -330,7 +315,7 @@ def _load_new(be, new: dict[tuple, tuple]) -> None:
         for name in fresh:
             _write_index(name, batch, gens[name])
             where[name] = batch
-    inject = getattr(be, "module_globals", dict)()
+    inject = be.module_globals()
     for mk, (name, body, kind, flat, parallel) in new.items():
         mod = import_module(where[name], module_path(where[name]), inject)
         gen = gens[name]
@@ -341,7 +326,3 @@ def _load_new(be, new: dict[tuple, tuple]) -> None:
             print(f"[tracer] new kernel {name} ({kind}, {be.name}) in module {where[name]}: a "
                   "structure not seen in this process", file=sys.stderr)
     STATS.load_s += time.perf_counter() - t0
-
-
-def get_kernel(body: Node, kind: str, backend: str, flat: bool, parallel: bool = True) -> Kernel:
-    return get_kernels([(body, kind, flat, parallel)], backend)[0]

@@ -119,12 +119,21 @@ class Emitter:
         self.helpers: set[str] = set()
         self.counter = 0
         self.override: dict[int, str] = {}
+        self.calls: dict[str, str] = {}  # helper -> the function to call in its place
 
     def pname(self, p: Node) -> str:
         return f"p{p.attr('index')}"
 
     def cname(self, c: Node) -> str:
         return f"c{self.consts.index(c)}"
+
+    def sub(self, name: str, idx: tuple[str, ...]) -> str:
+        """Source of array `name` at index idx (a backend's emitter may write it its own way)."""
+        return f"{name}[{', '.join(idx) if idx else '()'}]"
+
+    def load(self, p: Node, idx: tuple[str, ...]) -> str:
+        """Source of param p at idx."""
+        return self.sub(self.pname(p), idx)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -139,9 +148,8 @@ class Emitter:
             return self.override[id(n)]
         op = n.op
         if op == "param":
-            ix = ", ".join(idx) if idx else "()"
             res = self.fresh()
-            out.append(f"{res} = {self.pname(n)}[{ix}]")
+            out.append(f"{res} = {self.load(n, idx)}")
         elif op == "const":
             res = self.cname(n)
         elif op == "broadcast_to":
@@ -178,6 +186,8 @@ class Emitter:
             tpl = d.template(tuple(i.dtype for i in n.inputs), n.dtype, self.backend)
             assert tpl is not None, f"no kernel template for {op}"
             tpl = _numpy_loop(n, tpl)
+            for helper, fn in self.calls.items():
+                tpl = tpl.replace(f"{helper}(", f"{fn}(")
             self._need(tpl)
             res = self.fresh()
             out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)})")

@@ -1,7 +1,6 @@
 """Lower an optimized graph to a program of steps (kernels, views, library calls), and run it."""
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -10,14 +9,13 @@ import numpy as np
 from tracer.ir import Buffer, Node, Slot, toposort
 from tracer.ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
 from tracer.ir import library_ops
-from tracer.ir.registry import OPS, fusion_outputs
+from tracer.ir.registry import fusion_outputs
 from tracer.ir.stats import STATS
 from . import backends
-from .backends import const_value, fill
-from .compile_pool import prepare, ready, start_deferred
+from .base import const_value, fill
 from .compiler import Kernel, get_kernels
 from .progress import Bar
-from .cpu import is_flat
+from .planning import is_flat
 from .emit import Emitter
 from .tiled import fits as tiled_fits, run_tiled
 
@@ -66,35 +64,6 @@ def _flat(n: Node) -> bool:
         all(_contiguous_producer(i) for i in n.inputs)
 
 
-def over_one_element(shape, dtype, strides=None, writeable=True) -> np.ndarray:
-    """An array of this shape and strides (C order by default) over one element of memory:
-    a stand-in whose layout is real and whose values are never read."""
-    dtype = np.dtype(dtype)
-    if strides is None:  # C order
-        strides = tuple(math.prod(shape[k + 1:]) * dtype.itemsize for k in range(len(shape)))
-    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides,
-                                           writeable=writeable)
-
-
-def stand_in(n: Node) -> np.ndarray:
-    """An array with the shape, layout and writeability of the value `run` will hold for n,
-    over one element of memory (never to be read): view ops apply NumPy's own view logic to
-    their input's stand-in; anything else is a fresh C-contiguous array."""
-    buf = n.attr("buf") if n.op == "input" else None
-    if isinstance(buf, Slot):
-        c = over_one_element(n.shape, n.dtype)
-        return c if buf.contiguous else over_one_element(n.shape, n.dtype,
-                                                         tuple(2 * s for s in c.strides))
-    if buf is not None and isinstance(buf.value, np.ndarray):
-        v = buf.value
-        return over_one_element(v.shape, v.dtype, v.strides, v.flags.writeable)
-    if n.op in VIEW_OPS:
-        x = stand_in(n.inputs[0])
-        if n.op != "reshape" or x.flags.c_contiguous:  # (a reshape that cannot view copies)
-            return np.asarray(OPS[n.op].ref(x, **dict(n.attrs)))
-    return over_one_element(n.shape, n.dtype)
-
-
 def lower(roots: list[Node], backend: str) -> Program:
     order = toposort(roots)
     interpreted, consts_of = [], {}
@@ -111,11 +80,10 @@ def lower(roots: list[Node], backend: str) -> Program:
             consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
-    kernels = get_kernels(requests, backend) if requests else []
+    kernels = get_kernels(requests, backends.get(backend)) if requests else []
     kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
     be = backends.get(backend)
-    if hasattr(be, "signature"):
-        prepare(be, [(k, be.signature(n, k, consts_of[id(n)])) for n, k in zip(fusions, kernels)])
+    be.prepare([(n, k, consts_of[id(n)]) for n, k in zip(fusions, kernels)])
     peak, copied, inplace, freed = plan_memory(roots, order)
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
                    consts_of, inplace, fills, _dead_after(order, roots), freed)
@@ -187,7 +155,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
             results.setdefault(id(r.inputs[0]), []).append(r.attr("index"))
         results.setdefault(id(r), []).append(None)
     bind = bind or {}
-    release = getattr(be, "release", None)  # a backend with an allocator to give memory back
+    release = be.release if be.releases_storage else None
     roots_of_storage = program.storage_roots if release is not None else set()
     stores: dict[int, object] = {}  # storage roots' values, until their storage dies
     # kernels that compile at their first launch here, for the progress bar
@@ -197,12 +165,12 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
         for pos, n in enumerate(program.order):
             if n.op == "input":
                 buf = bind.get(id(n)) or n.attr("buf")
-                vals[id(n)] = be.from_buffer(buf) if hasattr(be, "from_buffer") else buf.value
+                vals[id(n)] = be.from_buffer(buf)
             elif n.op == "const":
                 vals[id(n)] = const_value(n)
             elif id(n) in program.fills:
                 vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
-            elif n.op == "fusion" and not ready(be, program.kernel_of[id(n)]) and tiled_fits(n):
+            elif n.op == "fusion" and not be.ready(program.kernel_of[id(n)]) and tiled_fits(n):
                 t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it meanwhile
                 params = [vals[id(i)] for i in n.inputs]
                 vals[id(n)] = _fresh_outputs(run_tiled(n, params), params)
@@ -239,7 +207,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
                     release(stores.pop(s, None))
             for d in program.dead_after[pos]:
                 vals.pop(d, None)
-    start_deferred()
+    be.start_deferred()
     out = []
     for r in program.roots:
         v = vals[id(r)]

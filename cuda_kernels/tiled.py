@@ -1,4 +1,4 @@
-"""The first tier: a fused group run by NumPy while its kernel compiles (compile_pool.py).
+"""The first tier: a fused group run by NumPy while its kernel compiles (cpu/compile_pool.py).
 
 A group whose values all have the group's full shape or one element (elementwise ops, scalars
 broadcast to the full shape, and reductions of full-shape values to one element) runs tile by
@@ -28,7 +28,7 @@ from tracer.ir import Node, toposort
 from tracer.ir.interp import apply_ref, eval_node
 from tracer.ir.liveness import VIEW_OPS
 from tracer.ir.registry import OPS, fusion_outputs
-from .cpu import acc_dtype
+from .planning import acc_dtype
 from .threads import run_split
 
 TILE = 1 << 17  # elements: a float32 tile is 512 KiB; a group's tile buffers stay in L3 (measured
@@ -266,7 +266,7 @@ def run_tiled(n: Node, params: list):
 
 
 def _partial(r: Node, x):
-    """Reduction r of one tile, accumulated as the kernel does (cpu.acc_dtype)."""
+    """Reduction r of one tile, accumulated as the kernel does (planning.acc_dtype)."""
     uf = OPS[r.op].ufunc
     if r.op in ("reduce_any", "reduce_all"):
         return uf.reduce(x.astype(bool, copy=False), axis=None)

@@ -9,7 +9,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from tracer.cuda_kernels import cpu
+from tracer.cuda_kernels.cpu import codegen as cpu
 
 
 def _src(*outs) -> str:

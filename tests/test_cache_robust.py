@@ -143,7 +143,8 @@ def _read_only_binds(paths: list[Path]) -> list[str]:
 def test_read_only_cache_install_and_home_compile_in_memory_with_one_warning(filled, tmp_path,
                                                                              what):
     """A read-only cache, filled or not, is not used; a read-only install with no writable
-    home also makes Numba's cache of the package's own kernels (scatter_cpu) impossible."""
+    home changes nothing more: the package's own compiled loops (cpu/scatter.py) are
+    generated into the kernel cache too, so their one warning is the cache's."""
     cache = tmp_path / "cache"
     shutil.copytree(filled, cache)
     blocker = tmp_path / "a-file"
@@ -152,14 +153,13 @@ def test_read_only_cache_install_and_home_compile_in_memory_with_one_warning(fil
         out, warned = _run(cache, _read_only_binds([cache]))
     else:
         out, warned = _run(cache, _read_only_binds([cache, ROOT]), HOME=str(blocker / "home"))
-        assert "_add_rows" in warned[0]  # the package's kernels warned first
     _in_memory_with_one_warning(out, warned)
 
 
 KILLED = """
 import time, numpy, tracer.numpy as np
 from multiprocessing import resource_tracker
-from tracer.cuda_kernels import compile_pool
+from tracer.cuda_kernels.cpu import compile_pool
 x = np.asarray(numpy.linspace(-1, 1, 300))
 print(float((np.sin(x) * 3 + 1).sum()), flush=True)
 while not (compile_pool._POOL and compile_pool._POOL._processes):

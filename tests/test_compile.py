@@ -12,7 +12,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from tracer.cuda_kernels import backends, compiler, executor
+from tracer.cuda_kernels import backends, compiler
 from tracer.cuda_kernels.compiler import batch_source
 from tracer.cuda_kernels.tiled import TILE
 
@@ -111,7 +111,7 @@ def test_tiered_path_matches_the_kernels(monkeypatch):
     compiled_exact = numpy.asarray(exact(np, *map(np.asarray, h)))
     compiled_close = [numpy.asarray(v) for v in close(np, *map(np.asarray, h))]
     runs = tracer.stats().tiered_runs
-    monkeypatch.setattr(executor, "ready", lambda be, k: False)
+    monkeypatch.setattr(backends.CpuBackend, "ready", lambda be, k: False)
     tiered_exact = numpy.asarray(exact(np, *map(np.asarray, h)))
     tiered_close = [numpy.asarray(v) for v in close(np, *map(np.asarray, h))]
     assert tracer.stats().tiered_runs > runs
@@ -130,7 +130,7 @@ def test_tiered_path_keeps_mixed_dtypes_and_wraparound(monkeypatch):
     i32 = rng.integers(-1000, 1000, 2 * TILE + 3).astype(numpy.int32)
     f64 = rng.standard_normal(2 * TILE + 3)
     prog = lambda m, a, b, c: (a * 100 + 7, b * c - 2, m.where(b > 0, c, b // 3))  # noqa: E731
-    monkeypatch.setattr(executor, "ready", lambda be, k: False)
+    monkeypatch.setattr(backends.CpuBackend, "ready", lambda be, k: False)
     runs = tracer.stats().tiered_runs
     got = [numpy.asarray(v) for v in prog(np, *map(np.asarray, (i8, i32, f64)))]
     assert tracer.stats().tiered_runs > runs
@@ -141,7 +141,7 @@ def test_tiered_path_keeps_mixed_dtypes_and_wraparound(monkeypatch):
 
 WORKER_PROGRAM = """
 import json, numpy, tracer, tracer.numpy as np
-from tracer.cuda_kernels import compile_pool
+from tracer.cuda_kernels.cpu import compile_pool
 x = np.asarray(numpy.linspace(-1, 1, 300)); m = np.asarray(numpy.arange(24.0).reshape(4, 6))
 prog = lambda: [np.sin(x) * 3 + 1, (x * x).sum(), (m * 2).sum(axis=0), (m + 1).max(axis=1),
                 x.argmin()]

@@ -97,7 +97,7 @@ PTX_EXPRS = {
 
 @pytest.mark.parametrize("name", sorted(PTX_EXPRS))
 def test_kernels_compile_to_ptx_for_sm90(name):
-    from tracer.cuda_kernels.cuda import compile_ptx
+    from tracer.cuda_kernels.cuda.ptx import compile_ptx
     a = np.asarray(numpy.ones((5, 7), numpy.float32))
     i = np.asarray(numpy.ones(7, numpy.int32))
     with context(backend="cuda", cuda_sim=False):
@@ -125,7 +125,7 @@ def _ufunc_cases(dtypes):
 
 @pytest.mark.parametrize("name,dtype", list(_ufunc_cases(["float32", "int32", "uint8", "bool"])))
 def test_every_ufunc_kernel_compiles_to_ptx(name, dtype):
-    from tracer.cuda_kernels.cuda import compile_ptx
+    from tracer.cuda_kernels.cuda.ptx import compile_ptx
     from test_sweep import inputs
     uf = getattr(np, name)
     args = [np.asarray(a) for a in inputs(uf._uf.nin, dtype)]

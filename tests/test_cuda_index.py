@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-import tracer.cuda_kernels.cuda as cuda_mod
+import tracer.cuda_kernels.cuda.backend as cuda_mod
 import tracer.numpy as np
 from tracer.ir.config import context
 
@@ -72,7 +72,7 @@ def test_computed_index_out_of_bounds_raises():
                                          ("2_1_write", ("int32", "int64", "int32", "int64")),
                                          ("1_1_ser3int8", ("int8", "int8", "int8", "int64"))])
 def test_index_kernels_compile_to_ptx(arg, dtypes):
-    from tracer.cuda_kernels.cuda import library_ptx
+    from tracer.cuda_kernels.cuda.ptx import library_ptx
     try:
         ptx = library_ptx("index", arg, dtypes)
     except Exception as e:  # noqa: BLE001 - only a missing library is a reason to skip

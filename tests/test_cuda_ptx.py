@@ -9,7 +9,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from tracer.cuda_kernels.cuda import compile_ptx, library_ptx
+from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
 from tracer.ir import toposort
 from tracer.ir.config import context
 

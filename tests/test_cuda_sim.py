@@ -11,7 +11,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-import tracer.cuda_kernels.cuda as cuda_mod
+import tracer.cuda_kernels.cuda.backend as cuda_mod
 from tracer.cuda_kernels import backends
 from tracer.ir import Buffer
 from tracer.ir.config import context

@@ -8,7 +8,7 @@ import numpy
 import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels import backends
-from tracer.cuda_kernels.device_pool import DevicePool
+from tracer.cuda_kernels.cuda.memory import DevicePool
 from tracer.ir.config import context
 
 

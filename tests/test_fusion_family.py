@@ -8,7 +8,6 @@ import numpy
 import pytest
 
 import tracer
-from tracer.cuda_kernels import cpu
 import tracer.numpy as np
 from tracer.ir import toposort
 from tracer.ir.config import context

@@ -179,7 +179,7 @@ def test_astype_of_special_values_matches_numpy(src):
 def test_add_at_private_bins_keep_negative_zero():
     """Past PRIVATE_MIN_UPDATES, threads add into private bins that start at -0.0, the
     additive identity that keeps a bin's -0.0 (0.0 + -0.0 would be 0.0)."""
-    from tracer.cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
+    from tracer.cuda_kernels.cpu.scatter import PRIVATE_MIN_UPDATES
     k = PRIVATE_MIN_UPDATES + 5
     h = numpy.array([-0.0, 1.0, -0.0])
     idx = numpy.arange(k) % 2

@@ -159,7 +159,7 @@ def test_many_updates_into_few_bins(dtype, cols, rng):
     """Past PRIVATE_MIN_UPDATES the cpu backend adds in private per-thread bins: integers stay
     exact, float64 sums may round differently from NumPy's sequential order; float32 keeps
     NumPy's order."""
-    from tracer.cuda_kernels.scatter_cpu import PRIVATE_MIN_UPDATES
+    from tracer.cuda_kernels.cpu.scatter import PRIVATE_MIN_UPDATES
     k = PRIVATE_MIN_UPDATES + 123
     idx = rng.integers(-300, 300, k)
     vals = (rng.standard_normal((k,) + cols) * 100).astype(dtype)

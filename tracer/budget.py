@@ -23,7 +23,8 @@ from tracer.ir import Buffer, make, toposort
 from tracer.ir.liveness import VIEW_OPS
 from tracer.ir.stats import STATS
 from tracer.cuda_kernels import backends, tiled
-from tracer.cuda_kernels.executor import PeakMeter, over_one_element
+from tracer.cuda_kernels.executor import PeakMeter
+from tracer.cuda_kernels.layout import over_one_element
 from tracer.opt import splitter
 from tracer.opt.splitter import row_block
 
@@ -157,7 +158,7 @@ def _no_idle_blocks(be: str):
     """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool):
     under a budget, one of another size must not stay beside a new block (the last, shorter
     chunk of a split), so none is kept."""
-    pool = getattr(backends.get(be), "pool", None)
+    pool = backends.get(be).pool
     if pool is None:
         yield
         return

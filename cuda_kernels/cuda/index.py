@@ -25,8 +25,9 @@ import numpy as np
 
 from tracer.ir import Node
 from tracer.ir.registry import OPS
-from .cuda_gen import _tpb, _unflatten
-from .emit import helper_source, needed_helpers, tname
+from ..emit import helper_source, needed_helpers, tname
+from .codegen import _tpb, _unflatten
+from .memory import cstrides
 
 ATOMIC = {"add": "add", "maximum": "max", "minimum": "min"}
 ATOMIC_DTYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64")
@@ -94,13 +95,12 @@ def gen_index(arg: str, name: str) -> str:
 def _index_map(n: Node, x_shape: tuple, space: tuple) -> tuple[list, list, list, list]:
     """Per axis of the index space: x's stride (kept axes) and the B-flat stride (B axes);
     per index array: x's stride and length of its axis."""
-    from .cuda import _cstrides
     axes, front = n.attr("axes"), n.attr("front")
-    xs = _cstrides(x_shape)
+    xs = cstrides(x_shape)
     rest = [d for d in range(len(x_shape)) if d not in axes]
     nb = len(space) - len(rest)
     b_at = 0 if front else axes[0]
-    bst = _cstrides(space[b_at:b_at + nb])
+    bst = cstrides(space[b_at:b_at + nb])
     xc, bc, kept = [], [], iter(rest)
     for r in range(len(space)):
         if b_at <= r < b_at + nb:
@@ -152,9 +152,8 @@ def device_scatter(be, n: Node, args: list, inplace: bool = False):
     if inplace and x is args[0]:
         out = x
     else:
-        from .cuda import _cstrides
         out = be.empty(x.shape, x.dtype)
-        be._copy(out, x, 0, 0, tuple(x.shape), _cstrides(x.shape), _cstrides(x.shape))
+        be._copy(out, x, 0, 0, tuple(x.shape), cstrides(x.shape), cstrides(x.shape))
     if mode != "set":
         _launch(be, ATOMIC[mode] if atomic else serial, n, out, x, v, idx, space,
                 tuple(x.shape))

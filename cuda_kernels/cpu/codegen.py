@@ -1,4 +1,5 @@
-"""CPU codegen: a fusion body becomes a `numba.njit(parallel=True)` function with prange loops.
+"""CPU codegen: a fusion body becomes a `numba.njit(parallel=True)` function with prange loops
+(a serial kernel, below the size where threads pay, gets plain range loops).
 
 Loop kernels write `out` at every index. Reduction kernels keep the kept axes outside (prange on
 the first) and the reduced axes inside; float sums accumulate in float64 in blocks of 1024 along
@@ -8,13 +9,16 @@ results are combined in order, so results do not depend on the thread count.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+import math
 
 import numpy as np
 
 from tracer.ir import Node, toposort
-from tracer.ir.registry import CHEAP_OPS, OPS, fusion_outputs, reduce_identity
-from .emit import Emitter, tname
+from tracer.ir.registry import OPS, fusion_outputs
+from ..base import Gen
+from ..emit import Emitter, tname
+from ..planning import (acc_dtype, combine_expr, emit_ready, find_reduce, ident_literal,
+                        is_reduce, reach, reduce_layout, row_index, row_plan, stores)
 
 BLOCK = 1024
 FULL_CHUNK = 16384  # a full reduction's chunk: fewer, longer vector loops (sum(a*a) 3.6 -> 3.1 ms)
@@ -22,60 +26,49 @@ FULL_CHUNK = 16384  # a full reduction's chunk: fewer, longer vector loops (sum(
 HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
-from tracer.cuda_kernels.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2
-from tracer.cuda_kernels.vecmath import _bits_f64, _f64_bits, _fma, _radd, _rfma
+from tracer.cuda_kernels.cpu.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2
+from tracer.cuda_kernels.cpu.vecmath import _bits_f64, _f64_bits, _fma, _radd, _rfma
 _ix = np.uint64
 """
 
 
-def is_reduce(n: Node) -> bool:
-    return n.op in OPS and OPS[n.op].kind.value == "reduce"
+class CpuEmitter(Emitter):
+    """The emitter of numba.njit kernels. Arrays are indexed with unsigned integers (`_ix`): a
+    signed index makes Numba wrap negative values (`i < 0 ? i + n : i`), and in a loop that does
+    not start at 0 LLVM cannot drop that select, so it vectorizes with gathers and scatters (W1'
+    over range(lo, hi) ran 3.4x slower); fused kernels never index below 0. A 0-d param is read
+    once, before any loop (`generate` puts the reads first): Numba's parfor lowering passes a
+    0-d array into a prange body as a scalar, where `p[()]` fails to type. A serial kernel
+    (`parallel` False) gets range loops and thread 0, so it needs no threading layer."""
 
+    def __init__(self, body: Node, parallel: bool):
+        super().__init__(body, "cpu")
+        self.parallel = parallel
+        self.used_prange = False
+        self.scalar_params: set[str] = set()
 
-def find_reduce(body: Node) -> Node | None:
-    """The reduction of a `reduce` kernel (row kernels have several: see row_plan)."""
-    reds = [n for n in toposort([body]) if is_reduce(n)]
-    return reds[-1] if reds else None
+    def sub(self, name: str, idx: tuple[str, ...]) -> str:
+        if not idx:
+            return f"{name}[()]"
+        return f"{name}[{', '.join(i if i.isdigit() else f'_ix({i})' for i in idx)}]"
 
+    def load(self, p: Node, idx: tuple[str, ...]) -> str:
+        if idx:
+            return self.sub(self.pname(p), idx)
+        self.scalar_params.add(self.pname(p))
+        return f"{self.pname(p)}_v"
 
-def is_flat(body: Node) -> bool:
-    """Pure elementwise over same-shaped params and outputs: iterate as one flat loop when
-    layouts allow."""
-    shape = fusion_outputs(body)[0].shape
-    nodes = toposort([body])
-    return all(n.op not in ("broadcast_to", "transpose", "reshape", "chunk") and
-               not is_reduce(n) and (n.op not in ("param", "tuple") or n.shape == shape)
-               for n in nodes if n is not body or n.op != "tuple") and \
-        all(o.shape == shape for o in fusion_outputs(body))
+    def prange(self) -> str:
+        """The loop of the kernel's parallel axis."""
+        self.used_prange |= self.parallel
+        return "prange" if self.parallel else "range"
 
-
-def acc_dtype(red: Node) -> np.dtype:
-    """Float sums accumulate in float64 (NumPy sums pairwise in the dtype: both are accurate, and
-    neither order is NumPy's exactly). Products multiply in the dtype, in order, as NumPy does,
-    so they round and overflow where NumPy's do."""
-    dt = red.dtype
-    if red.op == "reduce_sum" and dt.kind == "f":
-        return np.dtype(np.float64)
-    return dt
-
-
-def _ident_literal(red: Node) -> str:
-    v = reduce_identity(OPS[red.op], red.inputs[0].dtype)
-    if isinstance(v, float):
-        return {float("inf"): "math.inf", float("-inf"): "-math.inf"}.get(v, repr(v))
-    return repr(v)
+    def thread_id(self) -> str:
+        return "get_thread_id()" if self.parallel else "0"
 
 
 def signature_args(em: Emitter) -> list[str]:
     return em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
-
-
-def stores(em: Emitter, outs: list[Node], idx: tuple[str, ...], stmts: list[str],
-           memo: dict) -> list[str]:
-    """Compute every output in `outs` at idx (all loads first), then store each."""
-    ix = ", ".join(idx) if idx else "()"
-    vals = [em.emit(o, idx, stmts, memo) for o in outs]
-    return [f"{em.out_names[em.outputs.index(o)]}[{ix}] = {v}" for o, v in zip(outs, vals)]
 
 
 TRIG_BLOCK = 4096
@@ -92,14 +85,14 @@ def _trig_args(body: Node) -> list[Node]:
     return args if all(a.shape == shape for a in args) else []
 
 
-def gen_trig_loop(em: Emitter, name: str, args: list[Node]) -> str:
+def gen_trig_loop(em: CpuEmitter, name: str, args: list[Node]) -> list[str]:
     """A flat loop in blocks: a block whose sin/cos arguments are all below 2**16 (the usual
     case) runs the vectorized Cody-Waite-only helpers, any other block libm's scalar sinf and
     cosf, which keeps Payne-Hanek's code (most of the compile time) out of the kernel. The
     check only reads, so an output that shares its buffer with an input is still written
     after the block's reads."""
     L = [f"def {name}({', '.join(signature_args(em))}):", f"    n0 = {em.out_names[0]}.shape[0]",
-         f"    for b in prange((n0 + {TRIG_BLOCK - 1}) // {TRIG_BLOCK}):",
+         f"    for b in {em.prange()}((n0 + {TRIG_BLOCK - 1}) // {TRIG_BLOCK}):",
          f"        lo = b * {TRIG_BLOCK}", f"        hi = min(lo + {TRIG_BLOCK}, n0)",
          "        nbig = 0", "        for i0 in range(lo, hi):"]
     stmts: list[str] = []
@@ -107,18 +100,17 @@ def gen_trig_loop(em: Emitter, name: str, args: list[Node]) -> str:
     vals = [em.emit(a, ("i0",), stmts, memo) for a in args]
     stmts.append("nbig += " + " + ".join(f"(abs({v}) >= 65536.0)" for v in vals))
     L += ["            " + st for st in stmts]
-    body: list[str] = []
-    body += stores(em, em.outputs, ("i0",), body, {})
-    small = [st.replace("_vsin32(", "_vsin32s(").replace("_vcos32(", "_vcos32s(") for st in body]
-    big = [st.replace("_vsin32(", "math.sin(").replace("_vcos32(", "math.cos(") for st in body]
-    em._need("\n".join(small))
-    for cond, stmts in (("if nbig:", big), ("else:", small)):
+    for cond, sin, cos in (("if nbig:", "math.sin", "math.cos"), ("else:", "_vsin32s", "_vcos32s")):
+        em.calls = {"_vsin32": sin, "_vcos32": cos}
+        body: list[str] = []
+        body += stores(em, em.outputs, ("i0",), body, {})
         L += [f"        {cond}", "            for i0 in range(lo, hi):"]
-        L += ["                " + st for st in stmts]
-    return "\n".join(L)
+        L += ["                " + st for st in body]
+    em.calls = {}
+    return L
 
 
-def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
+def gen_loop(em: CpuEmitter, body: Node, name: str, flat: bool) -> list[str]:
     if (flat or em.outputs[0].ndim == 1) and (args := _trig_args(body)):
         return gen_trig_loop(em, name, args)
     rank = 1 if flat else em.outputs[0].ndim
@@ -131,11 +123,11 @@ def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
     inner += stores(em, em.outputs, idx, inner, {})
     ind = "    "
     for k in range(rank):
-        rng = "prange" if k == 0 else "range"
+        rng = em.prange() if k == 0 else "range"
         lines.append(f"{ind}for i{k} in {rng}(n{k}):")
         ind += "    "
     lines += [ind + s for s in inner]
-    return "\n".join(lines)
+    return lines
 
 
 def _better(red: Node, v: str, best: str) -> str:
@@ -143,28 +135,6 @@ def _better(red: Node, v: str, best: str) -> str:
     if red.inputs[0].dtype.kind == "f":
         return f"{best} == {best} and ({v} {cmp} {best} or {v} != {v})"
     return f"{v} {cmp} {best}"
-
-
-class ReduceLayout(NamedTuple):
-    """A body's reduction: the node, its input, axes, loop variables per input axis, which
-    axes are kept and which reduced, and whether it is an arg-reduction."""
-    red: Node
-    src: Node
-    axes: tuple
-    j: list
-    kept: list
-    redax: list
-    is_arg: bool
-
-
-def reduce_layout(body: Node) -> ReduceLayout:
-    red = find_reduce(body)
-    src = red.inputs[0]
-    axes = red.attr("axes")
-    return ReduceLayout(red, src, axes, [f"j{k}" for k in range(src.ndim)],
-                        [k for k in range(src.ndim) if k not in axes],
-                        [k for k in range(src.ndim) if k in axes],
-                        red.op in ("argmax", "argmin"))
 
 
 def reduce_form(body: Node) -> str:
@@ -199,7 +169,7 @@ def reduce_scratch(body: Node, m: tuple[int, ...], ch: int, threads: int) -> lis
     return [np.empty(nch, dt) for dt in dts]
 
 
-def gen_reduce(em: Emitter, body: Node, name: str) -> str:
+def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
     acc_t = tname(acc_dtype(red))
@@ -246,53 +216,54 @@ def gen_reduce(em: Emitter, body: Node, name: str) -> str:
         v0 = em.emit(src, idx, stmts, {})
         return [ind + s for s in stmts] + [f"{ind}acc = {v0}", f"{ind}bi = {fixed.get(axes[0], '0')}"]
 
-    def epilogue(ind: str, target: str) -> list[str]:
+    def epilogue(ind: str, target: tuple[str, ...]) -> list[str]:
         stmts: list[str] = []
         em.override[id(red)] = "r"
         res = em.emit(body, tuple(j[k] for k in kept), stmts, {})
         em.override.clear()
         rv = "bi" if is_arg else f"{tname(red.dtype)}(acc)"
-        return [f"{ind}r = {rv}"] + [ind + s for s in stmts] + [f"{ind}out[{target}] = {res}"]
+        return [f"{ind}r = {rv}"] + [ind + s for s in stmts] + [f"{ind}{em.sub('out', target)} = {res}"]
 
     if form == "columns":
-        return "\n".join(L + _columns(em, body, red, src, j, kept, redax, acc_t, combine, blocked))
+        return L + _columns(em, body, red, src, j, kept, redax, acc_t, combine, blocked)
     if form == "rows":
         ind = "    "
         for n_, k in enumerate(kept):
-            L.append(f"{ind}for {j[k]} in {'prange' if n_ == 0 else 'range'}(m{k}):")
+            L.append(f"{ind}for {j[k]} in {em.prange() if n_ == 0 else 'range'}(m{k}):")
             ind += "    "
         L += init(ind, {})
         L += red_loops(ind, None)
         if not is_arg:
             L += [ind + st for st in acc_final(red, acc_t)]
-        L += epilogue(ind, ", ".join(j[k] for k in kept))
-        return "\n".join(L)
+        L += epilogue(ind, tuple(j[k] for k in kept))
+        return L
 
     # full reduction: chunks of the first axis in parallel, partials combined in order
     a0 = redax[0]
     L.append(f"    nch = (m{a0} + ch - 1) // ch")
-    L.append("    for c in prange(nch):")
+    part, pidx = em.sub("part", ("c",)), em.sub("pidx", ("c",))
+    L.append(f"    for c in {em.prange()}(nch):")
     if is_arg:
         L += init("        ", {a0: "c * ch"})
         L += red_loops("        ", ("c * ch + 1", f"min(m{a0}, (c + 1) * ch)"))
-        L.append("        part[c] = acc")
-        L.append("        pidx[c] = bi")
+        L.append(f"        {part} = acc")
+        L.append(f"        {pidx} = bi")
         L.append("    acc = part[0]")
         L.append("    bi = pidx[0]")
         L.append("    for c in range(1, nch):")
-        L.append(f"        if {_better(red, 'part[c]', 'acc')}:")
-        L.append("            acc = part[c]")
-        L.append("            bi = pidx[c]")
+        L.append(f"        if {_better(red, part, 'acc')}:")
+        L.append(f"            acc = {part}")
+        L.append(f"            bi = {pidx}")
     else:
         L += init("        ", {})
         L += red_loops("        ", ("c * ch", f"min(m{a0}, (c + 1) * ch)"))
         L += ["        " + st for st in acc_final(red, acc_t)]
-        L.append("        part[c] = acc")
-        L.append(f"    acc = {acc_t}({_ident_literal(red)})")
+        L.append(f"        {part} = acc")
+        L.append(f"    acc = {acc_t}({ident_literal(red)})")
         L.append("    for c in range(nch):")
-        L.append(f"        acc = {acc_t}({_combine(combine, 'part[c]')})")
-    L += epilogue("    ", "()")
-    return "\n".join(L)
+        L.append(f"        acc = {acc_t}({combine_expr(combine, 'acc', part)})")
+    L += epilogue("    ", ())
+    return L
 
 
 SUM_BLOCK = 4096  # a block sum's length: about the cost of the loop's vector epilogue
@@ -332,18 +303,19 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     jl = j[last]
     stmts: list[str] = []
     v = em.emit(src, tuple(j), stmts, {})
-    ident = _ident_literal(red)
+    ident = ident_literal(red)
     # the column accumulators and block sums: this thread's rows of the scratch argument
-    acc, blk = f"sc[tid, 0, {jl} - lo]", f"sc[tid, 1, {jl} - lo]"
+    acc, blk = (em.sub("sc", ("tid", row, f"{jl} - lo")) for row in "01")
     # parallel over (first kept axis) x (column blocks): a few columns still spread
     L = [f"    nb = (m{last} + {BLOCK} - 1) // {BLOCK}"]
     if len(kept) > 1:
         k0 = kept[0]
-        L += [f"    for t in prange(m{k0} * nb):", f"        {j[k0]} = t // nb", "        b = t % nb"]
+        L += [f"    for t in {em.prange()}(m{k0} * nb):", f"        {j[k0]} = t // nb",
+              "        b = t % nb"]
     else:
-        L.append("    for b in prange(nb):")
+        L.append(f"    for b in {em.prange()}(nb):")
     L += [f"        lo = b * {BLOCK}", f"        hi = min(lo + {BLOCK}, m{last})",
-          "        tid = get_thread_id()"]
+          f"        tid = {em.thread_id()}"]
     ind = "        "
     for k in kept[1:-1]:
         L.append(f"{ind}for {j[k]} in range(m{k}):")
@@ -367,7 +339,7 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     L += [body_ind + "    " + st for st in stmts]
     target = blk if blocked else acc
     L.append(f"{body_ind}    {target} = {acc_t}("
-             f"{_combine(combine.replace('acc', 'ACC'), v).replace('ACC', target)})")
+             f"{combine_expr(combine, target, v)})")
     if blocked:
         L += [f"{ind}    for {jl} in range(lo, hi):",
               f"{ind}        {acc} = {acc_t}({acc} + {blk})"]
@@ -377,12 +349,8 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     em.override.clear()
     L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    r = {tname(red.dtype)}({acc})"]
     L += [ind + "    " + st for st in est]
-    L.append(f"{ind}    out[{', '.join(j[k] for k in kept)}] = {res}")
+    L.append(f"{ind}    {em.sub('out', tuple(j[k] for k in kept))} = {res}")
     return L
-
-
-def _combine(combine: str, v: str) -> str:
-    return combine.replace("(acc, v)", f"(acc, {v})").replace(" v)", f" {v})")
 
 
 def _nan_flagged(red: Node) -> bool:
@@ -392,14 +360,14 @@ def _nan_flagged(red: Node) -> bool:
 
 
 def acc_init(red: Node, acc_t: str) -> list[str]:
-    return [f"acc = {acc_t}({_ident_literal(red)})"] + (["nanf = False"] if _nan_flagged(red) else [])
+    return [f"acc = {acc_t}({ident_literal(red)})"] + (["nanf = False"] if _nan_flagged(red) else [])
 
 
 def acc_step(red: Node, combine: str, v: str, acc_t: str) -> list[str]:
     if _nan_flagged(red):  # ties take v, as NumPy's maximum(acc, v) does
         cmp = ">" if red.op == "reduce_max" else "<"
         return [f"nanf |= {v} != {v}", f"acc = acc if acc {cmp} {v} else {v}"]
-    return [f"acc = {acc_t}({_combine(combine, v)})"]
+    return [f"acc = {acc_t}({combine_expr(combine, 'acc', v)})"]
 
 
 def acc_final(red: Node, acc_t: str) -> list[str]:
@@ -408,91 +376,7 @@ def acc_final(red: Node, acc_t: str) -> list[str]:
 
 # ---------------------------------------------------------------- row kernels
 
-class RowPlan(NamedTuple):
-    """A row kernel: reductions (in dependency order) over the trailing axes of `shape`; `rowvals`
-    are values at the kept index computed once per row; `stash` is an expensive row-domain value
-    that a reduction's pass stores into output `stash_out` for the final pass to read back."""
-    reds: list
-    shape: tuple
-    nkept: int
-    rowvals: list
-    stash: Node | None
-    stash_out: int
-
-
-def _reach(n: Node, stop) -> list[Node]:
-    """Nodes n reads, inputs first; nodes where `stop` holds are included but not entered."""
-    order: list[Node] = []
-    seen: set[int] = set()
-    stack = [(n, False)]
-    while stack:
-        m, done = stack.pop()
-        if done:
-            order.append(m)
-        elif id(m) not in seen:
-            seen.add(id(m))
-            stack.append((m, True))
-            if m is n or not stop(m):
-                stack.extend((i, False) for i in reversed(m.inputs))
-    return order
-
-
-def row_plan(body: Node) -> RowPlan:
-    order = toposort([body])
-    reds = [n for n in order if is_reduce(n)]
-    shape = reds[0].inputs[0].shape
-    k = shape and len(shape) - len(reds[0].attr("axes"))
-    kept = shape[:k]
-    rowshapes = (kept, kept + (1,) * (len(shape) - k))
-    rowvals = [n for n in order if n.shape in rowshapes and not is_reduce(n) and
-               n.op not in ("param", "const", "broadcast_to", "transpose", "reshape", "tuple")]
-    outs = fusion_outputs(body)
-    final = {id(n) for o in outs if o.shape == shape for n in _reach(o, is_reduce)}
-    # a row value (the reduced axes all of length 1) is computed once per row before any
-    # reduction, never stashed: a stash chosen among them would never be stored
-    hoisted = {id(n) for n in rowvals}
-    for red in reds:
-        for n in reversed(_reach(red.inputs[0], is_reduce)):
-            if id(n) not in final or n.shape != shape or id(n) in hoisted or \
-                    all(m.op in CHEAP_OPS for m in _reach(n, is_reduce)):
-                continue
-            if n in outs:  # an output computed in a reduction's pass is stored there
-                return RowPlan(reds, shape, k, rowvals, n, outs.index(n))
-            for t, o in enumerate(outs):
-                if o.shape == shape and o.dtype == n.dtype:
-                    return RowPlan(reds, shape, k, rowvals, n, t)
-    return RowPlan(reds, shape, k, rowvals, None, -1)
-
-
-def row_ready(em: Emitter, plan: RowPlan, done: set[int]) -> list[Node]:
-    """Row values not yet computed whose reductions are all done."""
-    out = []
-    for n in plan.rowvals:
-        if id(n) in em.override:
-            continue
-        if all(id(r) in done for r in _reach(n, is_reduce) if is_reduce(r) and r is not n):
-            out.append(n)
-    return out
-
-
-def emit_ready(em: Emitter, plan: RowPlan, done: set[int], kept: tuple[str, ...],
-               ind: str) -> list[str]:
-    """Statements computing the row group's values that became ready (row_ready), indented
-    by `ind`; later statements read them by name (em.override)."""
-    lines: list[str] = []
-    for n in row_ready(em, plan, done):
-        stmts: list[str] = []
-        em.override[id(n)] = em.emit(n, row_index(n, kept), stmts, {})
-        lines.extend(ind + st for st in stmts)
-    return lines
-
-
-def row_index(n: Node, kept: tuple[str, ...]) -> tuple[str, ...]:
-    """The index of a per-row value: the kept index, with zeros for keepdims axes."""
-    return kept + ("0",) * (n.ndim - len(kept))
-
-
-def gen_row(em: Emitter, body: Node, name: str) -> str:
+def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
     plan = row_plan(body)
     shape, k = plan.shape, plan.nkept
     p = len(shape)
@@ -501,7 +385,7 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
     L = [f"def {name}({', '.join(signature_args(em) + [f'm{d}' for d in range(p)])}):"]
     ind = "    "
     for d in range(k):
-        L.append(f"{ind}for {j[d]} in {'prange' if d == 0 else 'range'}(m{d}):")
+        L.append(f"{ind}for {j[d]} in {em.prange() if d == 0 else 'range'}(m{d}):")
         ind += "    "
     done: set[int] = set()
 
@@ -523,9 +407,9 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         L += [ind + st for st in acc_init(red, acc_t)]
         unroll = red.op == "reduce_sum" and red.inputs[0].dtype.kind == "f" and p - k == 1
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
-            any(m is plan.stash for m in _reach(red.inputs[0], is_reduce))
+            any(m is plan.stash for m in reach(red.inputs[0], is_reduce))
         if stashed:  # its own loop, which vectorizes; the reduction reads the row back from cache
-            stash_at = f"{em.out_names[plan.stash_out]}[{', '.join(full)}]"
+            stash_at = em.sub(em.out_names[plan.stash_out], full)
             stmts: list[str] = []
             sv = em.emit(plan.stash, full, stmts, {})
             i3 = inner_loops()
@@ -557,10 +441,10 @@ def gen_row(em: Emitter, body: Node, name: str) -> str:
         stmts += stores(em, wide, full, stmts, {})
         L.extend(i2 + st for st in stmts)
     em.override.clear()
-    return "\n".join(L)
+    return L
 
 
-def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
+def gen_horizontal(em: CpuEmitter, body: Node, name: str) -> list[str]:
     """Independent outputs of different shapes (horizontal fusion): one loop nest per output,
     one after another in one function, so several small kernels cost one call."""
     L = [f"def {name}({', '.join(signature_args(em))}):"]
@@ -570,14 +454,30 @@ def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
         inner += stores(em, [o], idx, inner, {})
         ind = "    "
         for k in range(o.ndim):
-            L.append(f"{ind}for i{k} in {'prange' if k == 0 else 'range'}({out}.shape[{k}]):")
+            L.append(f"{ind}for i{k} in {em.prange() if k == 0 else 'range'}({out}.shape[{k}]):")
             ind += "    "
         L += [ind + s for s in inner]
-    return "\n".join(L)
+    return L
 
 
-def generate(body: Node, kind: str, name: str, flat: bool) -> tuple[str, Emitter]:
-    em = Emitter(body, "cpu")
+def reduce_launch_sizes(body: Node) -> tuple[tuple[int, ...], int]:
+    """The reduction's input sizes and the chunk length of a full reduction."""
+    red = find_reduce(body)
+    m = red.inputs[0].shape
+    axes = red.attr("axes")
+    if len(axes) != len(m):
+        return m, 1
+    inner = math.prod(m[1:]) if len(m) > 1 else 1
+    return m, max(1, FULL_CHUNK // max(inner, 1))
+
+
+def generate(body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
+    """The module parts of one kernel. Its decorators cache to disk where `_CACHE` (bound when
+    the module is imported) says the kernel cache is writable."""
+    em = CpuEmitter(body, parallel)
     gen = {"reduce": gen_reduce, "row": gen_row, "horizontal": gen_horizontal}.get(kind)
-    fn = gen(em, body, name) if gen else gen_loop(em, body, name, flat)
-    return fn, em
+    lines = gen(em, body, name) if gen else gen_loop(em, body, name, flat)
+    lines[1:1] = [f"    {p}_v = {p}[()]" for p in sorted(em.scalar_params)]
+    deco = f"@njit(parallel={em.used_prange}, error_model='numpy', cache=_CACHE)"
+    helpers = em.helper_source("@njit(inline='always', error_model='numpy', cache=_CACHE)")
+    return Gen(HEADER, helpers, "\n".join([deco] + lines), em.consts)

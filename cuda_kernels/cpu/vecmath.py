@@ -30,7 +30,7 @@ def _f64_bits(typingctx, x):
 @intrinsic
 def _radd(typingctx, a, b):
     """a + b with LLVM's reassoc flag on this add alone: a loop's running sum of these may be
-    split into vector lanes (block_sum in cpu.py), while the values added keep strict IEEE
+    split into vector lanes (block_sum in cpu/codegen.py), while the values added keep strict IEEE
     arithmetic (fastmath on the whole kernel would reorder the math helpers' exact steps)."""
     if a != b or not isinstance(a, types.Float):
         return None
@@ -43,7 +43,7 @@ def _radd(typingctx, a, b):
 @intrinsic
 def _rfma(typingctx, a, b, c):
     """a * b + c with reassoc and contract on both steps: a block sum of products (block_sum
-    in cpu.py) may fuse each product into its add and split the sum into vector lanes."""
+    in cpu/codegen.py) may fuse each product into its add and split the sum into vector lanes."""
     if not (a == b == c and isinstance(a, types.Float)):
         return None
 

@@ -14,6 +14,14 @@ import weakref
 import numpy as np
 
 
+def cstrides(shape) -> list[int]:
+    """The strides of a C-contiguous array of this shape, in elements."""
+    st = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        st[k] = st[k + 1] * max(shape[k + 1], 1)
+    return st
+
+
 class DevicePool:
     IDLE_CAP = 2 << 30  # idle bytes kept; past this the oldest idle blocks are let go
 

@@ -4,25 +4,35 @@ axis a compiled loop (NumPy's `ufunc.at` is a slow generic path), in index order
 every sum is NumPy's. Many updates into few bins split over threads into private bins that
 are added in thread order afterwards: exact for integers, a different (still deterministic)
 summation order for float64; float32 always runs in NumPy's order.
+
+The compiled loops are a generated module in the kernel cache like the fusion kernels, so
+Numba's disk cache of them lies under TRACER_CACHE_DIR (and a read-only cache compiles them in
+memory), never in the installed package.
 """
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
-from numba import prange
 
 from tracer.ir import Node
 from tracer.ir.registry import scatter_key
-from .compiler import cached_njit
+from ..compiler import import_module, writable, write_module
+from ..emit import key_hash
 
 PRIVATE_MIN_UPDATES = 1 << 16   # below this, threads cost more than they save
 PRIVATE_MAX_BYTES = 64 << 20    # private bins of all threads together
 
 
-@cached_njit()
+SOURCE = '''import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=_CACHE)
 def _add_rows(out, idx, v):
-    """out[idx[q]] += v[q] in index order; returns the first q whose index is out of bounds
-    (nothing is added from there on), or -1."""
+    # out[idx[q]] += v[q] in index order; returns the first q whose index is out of bounds
+    # (nothing is added from there on), or -1
     n, m = out.shape
     for q in range(idx.shape[0]):
         i = idx[q]
@@ -38,10 +48,10 @@ def _add_rows(out, idx, v):
     return -1
 
 
-@cached_njit(parallel=True)
+@njit(parallel=True, cache=_CACHE)
 def _add_rows_private(out, idx, v, nt):
-    """As _add_rows, each thread adding a contiguous part of the updates into private bins,
-    then the bins added into out in thread order."""
+    # as _add_rows, each thread adding a contiguous part of the updates into private bins,
+    # then the bins added into out in thread order
     n, m = out.shape
     k = idx.shape[0]
     parts = np.full((nt, n, m), -0.0, out.dtype)  # -0.0 + x is x, -0.0 included
@@ -67,9 +77,9 @@ def _add_rows_private(out, idx, v, nt):
     return -1
 
 
-@cached_njit(parallel=True)
+@njit(parallel=True, cache=_CACHE)
 def _add_private_1d(out, idx, v, nt):
-    """_add_rows_private for one element per row (the common `add.at(bins, idx, vals)`)."""
+    # _add_rows_private for one element per row (the common `add.at(bins, idx, vals)`)
     n = out.shape[0]
     k = idx.shape[0]
     parts = np.full((nt, n), -0.0, out.dtype)  # (see _add_rows_private)
@@ -92,6 +102,14 @@ def _add_private_1d(out, idx, v, nt):
         for t in range(nt):
             out[i] += parts[t, i]
     return -1
+'''
+
+
+@functools.lru_cache(maxsize=None)
+def _loops():
+    """The compiled loops' module, written into the kernel cache once and imported."""
+    name = f"scatter_cpu_{key_hash(SOURCE)}"
+    return import_module(name, write_module(name, SOURCE), {"_CACHE": writable()})
 
 
 def _fast_add(n: Node, x, idx, v) -> bool:
@@ -125,9 +143,9 @@ def _add_first_axis(out: np.ndarray, idx: np.ndarray, v: np.ndarray) -> None:
     nt = numba.get_num_threads()
     if nt > 1 and ix.shape[0] >= PRIVATE_MIN_UPDATES and out.dtype != np.float32 and \
             nt * out.nbytes <= PRIVATE_MAX_BYTES and out.size > 0:
-        bad = _add_private_1d(o2[:, 0], ix, v2[:, 0], nt) if o2.shape[1] == 1 else \
-            _add_rows_private(o2, ix, v2, nt)
+        bad = _loops()._add_private_1d(o2[:, 0], ix, v2[:, 0], nt) if o2.shape[1] == 1 else \
+            _loops()._add_rows_private(o2, ix, v2, nt)
     else:
-        bad = _add_rows(o2, ix, v2)
+        bad = _loops()._add_rows(o2, ix, v2)
     if bad >= 0:
         raise IndexError(f"index {ix[bad]} is out of bounds for axis 0 with size {rows}")

@@ -7,6 +7,8 @@ import os
 import threading
 import time
 
+from ..compiler import import_module
+
 PARENT_POLL_S = 0.2
 
 
@@ -28,8 +30,8 @@ def _watch(parent: int) -> None:
 def compile_one(path: str, module: str, name: str, sig: tuple) -> float:
     """Compile kernel `name` of generated module `module` for argument types `sig`; Numba's
     disk cache keeps the result for the parent. Returns the seconds it took."""
-    from .compiler import import_module
     t0 = time.perf_counter()
-    fn = getattr(import_module(module, path), name)
+    # workers run only where the kernel cache is writable: Numba's disk cache is on
+    fn = getattr(import_module(module, path, {"_CACHE": True}), name)
     fn.compile(sig)
     return time.perf_counter() - t0

@@ -31,8 +31,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from . import compile_worker
-from .compiler import Kernel, module_path, writable
-from .progress import Bar
+from ..compiler import Kernel, module_path, writable
+from ..progress import Bar
 
 _POOL: ProcessPoolExecutor | None = None
 _POOL_SIZE = 0

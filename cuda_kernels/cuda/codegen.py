@@ -1,17 +1,16 @@
 """CUDA kernel source: each fused group and each library kernel (strided copy, tiled matmul)
-as Python source for numba.cuda; cuda.py loads and launches it. See cuda.py's docstring for
+as Python source for numba.cuda; cuda/backend.py loads and launches it. See its docstring for
 the kernel shapes."""
 from __future__ import annotations
-
-import math as _math
 
 import numpy as np
 
 from tracer.ir import Node, toposort
 from tracer.ir.config import CONFIG
-from tracer.ir.registry import OPS, reduce_identity
-from .cpu import acc_dtype, emit_ready, reduce_layout, row_index, row_plan, stores
-from .emit import Emitter, tname
+from tracer.ir.registry import OPS
+from ..emit import Emitter, tname
+from ..planning import (acc_dtype, combine_expr, emit_ready, ident_literal, reduce_layout,
+                        row_index, row_plan, stores)
 
 HEADER = """import math
 import numba
@@ -30,13 +29,6 @@ def _tpb() -> int:
     return 32 if CONFIG.cuda_sim else 256
 
 
-def _ident(red: Node) -> str:
-    v = reduce_identity(OPS[red.op], red.inputs[0].dtype)
-    if isinstance(v, float) and _math.isinf(v):
-        return "math.inf" if v > 0 else "-math.inf"
-    return repr(v)
-
-
 def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[str]:
     """names[k] = k-th digit of var in the mixed radix `sizes` (last fastest)."""
     if not names:
@@ -51,13 +43,20 @@ def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[s
     return out
 
 
-def _fix_0d(src: str) -> str:
-    return src.replace("[()]", "[0]")  # 0-d arrays are launched as 1-element arrays
+class CudaEmitter(Emitter):
+    """The emitter of numba.cuda kernels: a 0-d array is launched as a 1-element array, so it
+    is read and written at [0]."""
+
+    def __init__(self, body: Node):
+        super().__init__(body, "cuda")
+
+    def sub(self, name: str, idx: tuple[str, ...]) -> str:
+        return f"{name}[{', '.join(idx) if idx else '0'}]"
 
 
 # ---------------------------------------------------------------------------- fusion kernels
 
-def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
+def gen_loop(em: CudaEmitter, body: Node, name: str, flat: bool) -> str:
     rank = 1 if flat else em.outputs[0].ndim
     idx = tuple(f"i{k}" for k in range(rank))
     args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts] + \
@@ -68,15 +67,15 @@ def gen_loop(em: Emitter, body: Node, name: str, flat: bool) -> str:
     if rank == 0:
         L.append("    if cuda.grid(1) == 0:")
         L += ["        " + s for s in inner]
-        return _fix_0d("\n".join(L))
+        return "\n".join(L)
     total = " * ".join(f"n{k}" for k in range(rank))
     L.append(f"    for flat in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
     L += _unflatten("flat", list(idx), [f"n{k}" for k in range(rank)], "        ")
     L += ["        " + s for s in inner]
-    return _fix_0d("\n".join(L))
+    return "\n".join(L)
 
 
-def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
+def gen_horizontal(em: CudaEmitter, body: Node, name: str) -> str:
     """Independent outputs of different shapes (horizontal fusion) in one launch: a grid-stride
     loop per output, one after another; each output's sizes are read from its array."""
     args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
@@ -93,7 +92,7 @@ def gen_horizontal(em: Emitter, body: Node, name: str) -> str:
         L.append(f"    for flat in range(cuda.grid(1), {out}.size, cuda.gridsize(1)):")
         L += _unflatten("flat", list(idx), sizes, "        ")
         L += ["        " + s for s in inner]
-    return _fix_0d("\n".join(L))
+    return "\n".join(L)
 
 
 def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
@@ -109,7 +108,7 @@ def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
     return f"{ib} >= 0 and ({ia} < 0 or {better})"
 
 
-def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
+def gen_reduce(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
     acc_t = tname(src.dtype) if is_arg else tname(acc_dtype(red))
@@ -123,7 +122,7 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
     nred = " * ".join(f"m{k}" for k in redax) or "1"
 
     def comb(a: str, b: str) -> str:
-        return f"{acc_t}({combine.replace('(acc, v)', f'({a}, {b})').replace('acc', a).replace(' v)', f' {b})')})"
+        return f"{acc_t}({combine_expr(combine, a, b)})"
 
     def tree(ind: str) -> list[str]:
         L = [f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}", f"{ind}while s > 0:",
@@ -152,7 +151,7 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
     if is_arg:
         L += [f"        acc = {acc_t}(0)", "        bi = -1"]  # empty until a value is seen
     else:
-        L.append(f"        acc = {acc_t}({_ident(red)})")
+        L.append(f"        acc = {acc_t}({ident_literal(red)})")
     L.append(f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
     L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
     L += ["            " + s for s in stmts]
@@ -182,7 +181,7 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
               f"            if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'pv[o, g]', 'pi[o, g]')}:",
               "                shv[tid] = pv[o, g]", "                shi[tid] = pi[o, g]"]
     else:
-        F += [f"        acc = {acc_t}({_ident(red)})",
+        F += [f"        acc = {acc_t}({ident_literal(red)})",
               f"        for g in range(tid, G, {tpb}):",
               f"            acc = {comb('acc', 'pv[o, g]')}",
               "        shv[tid] = acc"]
@@ -196,10 +195,10 @@ def gen_reduce(em: Emitter, body: Node, name: str, tpb: int) -> str:
     F += ["            " + s for s in estmts]
     target = ", ".join(j[k] for k in kept) or "0"
     F.append(f"            out[{target}] = {res}")
-    return _fix_0d("\n".join(L + F))
+    return "\n".join(L + F)
 
 
-def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
+def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     """One block per row (grid-stride over rows): each reduction is a strided pass of the
     block's threads and a shared-memory tree whose result every thread reads; per-row values are
     computed by every thread; the final pass writes the row. A stashed value is written and read
@@ -237,9 +236,9 @@ def gen_row(em: Emitter, body: Node, name: str, tpb: int) -> str:
         shv = sh_name[NB_TYPES[acc_dtype(red).name]]
 
         def comb(a: str, b: str) -> str:
-            return f"{acc_t}({combine.replace('(acc, v)', f'({a}, {b})').replace('acc', a).replace(' v)', f' {b})')})"
+            return f"{acc_t}({combine_expr(combine, a, b)})"
 
-        L.append(f"{ind}acc = {acc_t}({_ident(red)})")
+        L.append(f"{ind}acc = {acc_t}({ident_literal(red)})")
         i2 = strided()
         stmts: list[str] = []
         memo: dict = {}

@@ -1,0 +1,125 @@
+"""What every backend provides (`Backend`), and the types and helpers backends share: a kernel's
+generated parts (`Gen`), launch accounting, constant fills."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracer.ir import Buffer, Node
+from tracer.ir.stats import STATS
+
+
+@dataclass
+class Gen:
+    """One kernel's part of a generated module: the module header it needs, its helpers, its
+    own source, the constants it takes as arguments, and backend notes (`meta`)."""
+    header: str
+    helpers: str
+    kernel: str
+    consts: list[Node]
+    meta: dict = field(default_factory=dict)
+
+
+def const_value(c: Node):
+    return c.dtype.type(c.attr("value"))
+
+
+def fill(shape, dtype, value) -> np.ndarray:
+    """An array of one value: np.zeros for +0 (pages come zeroed from the OS, touched only when
+    written), else np.full."""
+    if not np.asarray(value, dtype).tobytes().strip(b"\0"):
+        return np.zeros(shape, dtype)  # all-zero bits only (-0.0, also in complex, is not)
+    return np.full(shape, value, dtype)
+
+
+def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
+                  recompile: bool = False) -> None:
+    """Count a launch; a launch that compiled (or loaded from disk) counts as compile time."""
+    STATS.kernels_compiled += compiled
+    STATS.cache_hits_disk += disk_hit
+    STATS.recompiles += recompile
+    if compiled or disk_hit:
+        STATS.compile_s += seconds
+    else:
+        STATS.run_s += seconds
+    STATS.kernels_launched += 1
+
+
+class Backend(ABC):
+    """A backend: code generation for fusion bodies, getting kernels ready, memory, launch, and
+    the nodes that are not kernels. The executor and the kernel cache see only this interface.
+    Hooks a backend has no use for keep the defaults here (no work, nothing to wait for)."""
+
+    name: str
+    pool: object  # the allocator of intermediates; `IDLE_CAP` bytes of idle blocks kept
+    # whether the executor hands each intermediate's storage back (`release`) when it dies; a
+    # backend whose allocator tells that by itself leaves this False
+    releases_storage: bool = False
+
+    # ---- code generation and loading (compiler.py)
+    @abstractmethod
+    def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
+        """The module parts of the kernel `name` computing fusion body `body`."""
+
+    def variant(self) -> str:
+        """Text that tells apart kernels of one body built for different settings (a cache
+        key's suffix)."""
+        return ""
+
+    def module_globals(self) -> dict:
+        """Names bound in a generated module before it runs."""
+        return {}
+
+    # ---- getting kernels ready before a run
+    def prepare(self, fusions: list[tuple[Node, object, list]]) -> None:
+        """Make the kernels of (fusion node, kernel, constants) ready before the program runs."""
+
+    def ready(self, kernel) -> bool:
+        """Whether `kernel` may launch now (False: it is still compiling elsewhere)."""
+        return True
+
+    def start_deferred(self) -> None:
+        """A run is over: start the work it put off (background compiles)."""
+
+    # ---- memory
+    @abstractmethod
+    def empty(self, shape, dtype):
+        """An uninitialized array of this backend."""
+
+    def release(self, arr) -> None:
+        """The executor is done with this intermediate's storage (see `releases_storage`)."""
+
+    @abstractmethod
+    def from_host(self, a: np.ndarray):
+        """A NumPy array as this backend's array."""
+
+    @abstractmethod
+    def to_host(self, x) -> np.ndarray:
+        """This backend's array as a NumPy array."""
+
+    @abstractmethod
+    def from_buffer(self, buf: Buffer):
+        """The value of a leaf buffer as this backend's array."""
+
+    @abstractmethod
+    def is_contiguous(self, x) -> bool: ...
+
+    @abstractmethod
+    def contiguous(self, x):
+        """x, or a C-contiguous copy of it."""
+
+    @abstractmethod
+    def flatten(self, x):
+        """A 1-D view of a contiguous array."""
+
+    # ---- running
+    @abstractmethod
+    def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
+        """Run a fusion kernel, writing `outs`."""
+
+    @abstractmethod
+    def run_node(self, n: Node, args: list, inplace: bool = False):
+        """A node that is not a kernel: views, library ops, interpreter fallbacks. `inplace`:
+        an update may write into its operand."""

@@ -1,0 +1,1 @@
+"""The cpu backend: numba.njit kernels over host (NumPy) arrays."""

@@ -1,0 +1,214 @@
+"""The cpu backend (numba.njit): kernels from cpu/codegen.py, made ready by cpu/compile_pool.py,
+launched on host arrays; views and library ops by NumPy (scatters by cpu/scatter.py)."""
+from __future__ import annotations
+
+import os
+import pickle
+import time
+
+import numpy as np
+from numba.core import config as numba_config
+
+from tracer.ir import Node
+from tracer.ir.interp import eval_node
+from tracer.ir.registry import fusion_outputs, py_slice
+from ..base import Backend, Gen, fill, record_launch
+from ..compiler import cache_dir, purge_disk_cache, writable, write_atomic
+from ..emit import key_hash
+from ..layout import stand_in
+from ..planning import row_plan
+from . import codegen, compile_pool
+from .codegen import reduce_launch_sizes, reduce_scratch
+from .memory import HostPool
+from .scatter import run_scatter
+
+# Rows of per-thread scratch: numba's get_thread_id() is below its pool size.
+_THREADS = numba_config.NUMBA_NUM_THREADS
+
+
+def init_nrt(ctx) -> None:
+    """Numba's runtime (NRT) for this process, as `rtsys.initialize` sets it up, but with its
+    few functions loaded from object code an earlier process compiled (under TRACER_CACHE_DIR,
+    keyed by the Numba version and the host CPU) where Numba compiles them anew in every
+    process: about 20 ms of a warm start."""
+    from llvmlite import binding as ll
+    from numba import __version__
+    from numba.core import config
+    from numba.core.runtime import _nrt_python, nrtdynmod, rtsys
+    if rtsys._init:
+        return
+    if config.NRT_STATS:
+        _nrt_python.memsys_enable_stats()
+    for py_name, address in _nrt_python.c_helpers.items():
+        ll.add_symbol(py_name if py_name.startswith("_") else "NRT_" + py_name, address)
+    tag = key_hash(f"{__version__} {ll.get_host_cpu_name()} {ll.get_host_cpu_features().flatten()}")
+    path = os.path.join(cache_dir(), f"nrt-{tag}.pkl")
+    try:
+        with open(path, "rb") as f:
+            library = ctx.codegen().unserialize_library(pickle.load(f))
+    except Exception:  # no entry yet, or an unreadable one: compile it and write it
+        ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+        library.enable_object_caching()
+        library.add_ir_module(ir_mod)
+        library.finalize()
+        if writable():
+            write_atomic(path, pickle.dumps(library.serialize_using_object_code()))
+    rtsys._library = library
+    rtsys._init = True
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self):
+        self.pool = HostPool()
+
+    def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
+        return codegen.generate(body, kind, name, flat, parallel)
+
+    def module_globals(self) -> dict:
+        return {"_CACHE": writable()}  # Numba's disk cache, beside the generated module
+
+    def empty(self, shape, dtype):
+        return self.pool.empty(shape, dtype)
+
+    def from_host(self, a: np.ndarray):
+        return a
+
+    def to_host(self, x) -> np.ndarray:
+        return x
+
+    def from_buffer(self, buf):
+        """A leaf's host value; a value the cuda backend left on the device is copied back once."""
+        if isinstance(buf.value, np.ndarray):
+            return buf.value
+        if buf.host is None:
+            v = buf.value
+            buf.host = np.asarray(v) if isinstance(v, np.generic) else v.copy_to_host()
+        return buf.host
+
+    def is_contiguous(self, x) -> bool:
+        return x.flags.c_contiguous
+
+    def contiguous(self, x):
+        return np.ascontiguousarray(x)
+
+    def flatten(self, x):
+        return x.reshape(-1)
+
+    # ---- getting kernels ready (cpu/compile_pool.py)
+    def prepare(self, fusions: list[tuple[Node, object, list]]) -> None:
+        compile_pool.prepare(self, [(k, self.signature(n, k, consts)) for n, k, consts in fusions])
+
+    def ready(self, kernel) -> bool:
+        return compile_pool.ready(self, kernel)
+
+    def start_deferred(self) -> None:
+        compile_pool.start_deferred()
+
+    def signature(self, n: Node, kernel, consts: list) -> tuple:
+        """The Numba argument types fusion n's kernel will be launched with (see `launch`),
+        predicted from the graph: outputs are fresh C arrays, a param's layout and
+        writeability are those of a stand-in built like its value (layout.stand_in),
+        constants are numpy scalars, sizes are int64."""
+        from numba import typeof, types
+
+        def arr(v: np.ndarray):
+            if kernel.flat:  # flattened, copied first where not contiguous (_launch)
+                v = v.reshape(-1) if v.flags.c_contiguous else np.zeros(1, v.dtype)
+            return typeof(v)
+        body = n.attr("body")
+        sig = [arr(np.zeros((1,) * o.ndim, o.dtype)) for o in fusion_outputs(body)]
+        sig += [arr(stand_in(i)) for i in n.inputs]
+        sig += [typeof(c) for c in consts]
+        if kernel.kind == "row":
+            sig += [types.int64] * len(row_plan(body).shape)
+        elif kernel.kind == "reduce":
+            m, ch = reduce_launch_sizes(body)
+            sig += [types.int64] * (len(m) + 1)
+            sig += [typeof(s) for s in reduce_scratch(body, m, ch, 1)]
+        return tuple(sig)
+
+    def has(self, kernel, sig: tuple) -> bool:
+        return sig in kernel.fn.overloads
+
+    def load(self, kernel, sig: tuple) -> bool:
+        """Load kernel's code for `sig` from Numba's disk cache, if it is there. This is what
+        the dispatcher's own cache lookup does, less its first step: re-registering Numba's
+        whole library of implementations in every new process (`refresh`), about 250 ms that a
+        cached kernel does not need. (It uses Numba internals; any surprise falls back to the
+        dispatcher, which loads or compiles as usual.)"""
+        from numba.core.compiler_lock import global_compiler_lock
+        disp = kernel.fn
+        try:
+            with global_compiler_lock:
+                if sig in disp.overloads:
+                    return True
+                if not os.path.exists(disp._cache._cache_file._index_path):
+                    return False  # never compiled: not worth setting up the runtime for
+                init_nrt(disp.targetctx)
+                cres = disp._cache._load_overload(sig, disp.targetctx)
+                if cres is None:
+                    return False
+                disp._cache_hits[sig] += 1
+                disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+                disp.add_overload(cres)
+                return True
+        except Exception:  # a corrupt entry, or Numba internals that moved: the launch decides
+            return False
+
+    def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
+        fn = kernel.fn
+        before = len(fn.overloads)
+        hits = sum(fn._cache_hits.values())
+        t0 = time.perf_counter()
+        if kernel.kind in ("loop", "horizontal"):
+            args = (*outs, *params, *consts)
+        elif kernel.kind == "row":
+            args = (*outs, *params, *consts, *row_plan(body).shape)
+        else:
+            m, ch = reduce_launch_sizes(body)
+            args = (*outs, *params, *consts, *m, ch,
+                    *reduce_scratch(body, m, ch, _THREADS))
+        try:
+            fn(*args)
+        except Exception:
+            # a first call loads from Numba's disk cache: a corrupt or truncated entry is
+            # dropped and the kernel compiled again (a second failure is a real error)
+            if len(fn.overloads) > before or not purge_disk_cache(kernel.module, kernel.name):
+                raise
+            fn(*args)
+        new = len(fn.overloads) > before
+        disk = new and sum(fn._cache_hits.values()) > hits
+        record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
+
+    def run_node(self, n: Node, args: list, inplace: bool = False):
+        """Views, library ops (matmul, concatenate, setslice, gather, scatter) and interpreter
+        fallbacks. A matmul writes into a pooled buffer (BLAS through np.matmul's `out`); an
+        update writes into its operand when the plan says `inplace`, else into a copy."""
+        if n.op == "matmul" and n.ndim >= 2 and n.nbytes >= HostPool.MIN_BYTES:
+            a, b = args
+            a = np.swapaxes(a, -1, -2) if n.attr("ta") else a
+            b = np.swapaxes(b, -1, -2) if n.attr("tb") else b
+            return np.matmul(a, b, out=self.pool.empty(n.shape, n.dtype))
+        if n.op == "scatter":
+            return run_scatter(n, args, self._update_target(args[0], inplace))
+        if n.op == "setslice":
+            out = self._update_target(args[0], inplace)(args[0].shape, args[0].dtype)
+            out[tuple(py_slice(*s) for s in n.attr("slices"))] = args[1]
+            return out
+        return eval_node(n, args)
+
+    def _update_target(self, x: np.ndarray, inplace: bool):
+        """allocate(shape, dtype) for an update's result holding x's values: x itself in
+        place; a fill for a broadcast constant (zero pages untouched until written, as the
+        first write into `np.zeros(...)` has); else a pooled copy."""
+        def allocate(shape, dtype):
+            if inplace and x.flags.writeable:
+                return x
+            if x.size and not any(x.strides):
+                return fill(shape, dtype, x.flat[0])
+            out = self.pool.empty(shape, dtype)
+            np.copyto(out, x)
+            return out
+        return allocate

@@ -1,0 +1,1 @@
+"""The cuda backend: numba.cuda kernels over device arrays (or on Numba's simulator)."""
