@@ -29,7 +29,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from tracer.cuda_kernels import executor, tiled
+from tracer.cuda_kernels import backends, tiled
 
 MiB = 2**20
 # Measured here (test_what_is_not_array_data_fits_the_allowance and the tiny run of
@@ -161,7 +161,7 @@ def _measure(prog, size: int, limit: int | None) -> tuple[int, tuple]:
 
 def _tiered(monkeypatch) -> None:
     """Run every fused group as while its kernel compiles: by NumPy (tiled.py), where it fits."""
-    monkeypatch.setattr(executor, "ready", lambda be, k: False)
+    monkeypatch.setattr(backends.CpuBackend, "ready", lambda be, k: False)
 
 
 @pytest.mark.parametrize("mode", ["compiled", "tiered"])
