@@ -1,5 +1,5 @@
 """Horizontal fusion: independent small loop kernels run as one kernel (one launch), on the cpu
-backend and under the CUDA simulator (its PTX: tests/test_cuda_ptx.py)."""
+backend and under the CUDA simulator (its PTX: tests/backends/cuda/test_cuda_ptx.py)."""
 from __future__ import annotations
 
 import numpy

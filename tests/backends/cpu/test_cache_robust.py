@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = """
 import numpy, tracer, tracer.numpy as np
 x = np.asarray(numpy.arange(12.0).reshape(3, 4))

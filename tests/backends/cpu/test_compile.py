@@ -16,7 +16,7 @@ from tracer.cuda_kernels import backends, compiler, executor
 from tracer.cuda_kernels.compiler import batch_source
 from tracer.cuda_kernels.tiled import TILE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_batched_module_refuses_two_kernels_with_one_name():
