@@ -246,6 +246,7 @@ def fresh_run(cache: Path, size: int, limit: int | None, mode: str = "tiered") -
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_cold_cache_tiered_run_stays_within_the_budget(tmp_path):
     """Before the fix the tiled NumPy path ran the chain through the interpreter, which held
     every one of its 30 full-size values: 5 GiB past a 512 MiB budget at 2e7 values. (The

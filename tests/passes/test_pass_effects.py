@@ -134,6 +134,7 @@ def test_ablation_reports_a_failing_configuration_as_an_error():
     assert "| fusion | - | - | 1 |" in text
 
 
+@pytest.mark.slow
 def test_ablation_quick_runs_and_prints_a_row_per_pass(tmp_path):
     out = tmp_path / "ablation.md"
     env = dict(os.environ, TRACER_BACKEND="cpu")
@@ -149,6 +150,7 @@ def test_ablation_quick_runs_and_prints_a_row_per_pass(tmp_path):
     assert out.read_text() == proc.stdout.rstrip("\n") + "\n"
 
 
+@pytest.mark.slow
 def test_optimizer_bench_quick(tmp_path):
     out = tmp_path / "optimizer.md"
     env = dict(os.environ, TRACER_BACKEND="cpu")

@@ -164,6 +164,7 @@ def _worker_run(cache: Path, mode: str, workers: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_worker_compiles_do_not_change_results(tmp_path):
     """The same program compiled in this process, by one worker and by two (new caches each),
     and run tiered, gives the same values."""

@@ -95,6 +95,7 @@ PTX_EXPRS = {
 }
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("name", sorted(PTX_EXPRS))
 def test_kernels_compile_to_ptx_for_sm90(name):
     from tracer.cuda_kernels.cuda import compile_ptx
@@ -123,6 +124,7 @@ def _ufunc_cases(dtypes):
                 yield name, dt
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("name,dtype", list(_ufunc_cases(["float32", "int32", "uint8", "bool"])))
 def test_every_ufunc_kernel_compiles_to_ptx(name, dtype):
     from tracer.cuda_kernels.cuda import compile_ptx
