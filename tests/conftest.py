@@ -85,7 +85,8 @@ def pytest_sessionfinish(session, exitstatus):
         return
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
-        tr.write_line(f"the tests wrote {len(wrote)} files into the source tree:", red=True)
+        tr.ensure_newline()
+        tr.write_sep("=", "the tests wrote into the source tree", red=True)
         for p in wrote[:20]:
             tr.write_line(f"    {p}", red=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
