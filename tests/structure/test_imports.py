@@ -16,6 +16,7 @@ import ast
 import io
 import tokenize
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,7 @@ def targets(mods, module: str, is_package: bool, node) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+@cache  # parsed once per run, at the first test, not at collection
 def build() -> Graph:
     g = Graph(module_names())
     for module, path in g.modules.items():
@@ -162,22 +164,19 @@ def circles(nodes: set[str], edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-GRAPH = build()
-
-
 def _where(e: Edge) -> str:
-    path = GRAPH.modules[e.source].relative_to(ROOT)
+    path = build().modules[e.source].relative_to(ROOT)
     return f"{path}:{e.line}: {e.source} -> {e.target}" + (" (in a function)" if e.in_function
                                                            else "")
 
 
 def test_the_source_is_found():
-    assert {floor(m) for m in GRAPH.modules} == set(RANK)
-    assert any(e.target.startswith("tracer.ir") for e in GRAPH.edges)
+    assert {floor(m) for m in build().modules} == set(RANK)
+    assert any(e.target.startswith("tracer.ir") for e in build().edges)
 
 
 def test_floors_import_only_the_floors_below():
-    bad = [e for e in GRAPH.edges
+    bad = [e for e in build().edges
            if floor(e.source) != floor(e.target) and RANK[floor(e.target)] >= RANK[floor(e.source)]]
     assert not bad, "imports that go up or sideways:\n" + "\n".join(map(_where, bad))
 
@@ -186,21 +185,21 @@ def test_floors_import_only_the_floors_below():
 def test_no_import_circle_inside_a_package(package):
     # the package's own __init__ re-exports its modules: importing it from one of them is the
     # parent-package import Python does anyway, not a circle between modules
-    nodes = {m for m in GRAPH.modules if floor(m) == package and m != package}
+    nodes = {m for m in build().modules if floor(m) == package and m != package}
     edges: dict[str, set[str]] = {}
-    for e in GRAPH.edges:
+    for e in build().edges:
         if e.source in nodes and e.target in nodes:
             edges.setdefault(e.source, set()).add(e.target)
     found = circles(nodes, edges)
     detail = []
     for comp in found:
-        inside = [e for e in GRAPH.edges if e.source in comp and e.target in comp]
+        inside = [e for e in build().edges if e.source in comp and e.target in comp]
         detail.append(f"{len(comp)} modules: {', '.join(comp)}\n  " +
                       "\n  ".join(map(_where, inside)))
     assert not found, f"import circles inside {package}:\n" + "\n".join(detail)
 
 
 def test_function_level_imports_of_project_modules_say_why():
-    bad = [e for e in GRAPH.edges if e.in_function and not e.has_reason]
+    bad = [e for e in build().edges if e.in_function and not e.has_reason]
     assert not bad, ("function-level imports of project modules without a `# reason` on "
                      "their line:\n" + "\n".join(map(_where, bad)))
