@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
-from test_budget_rss import fresh_run  # noqa: E402
+from tests.api.test_budget_rss import fresh_run  # noqa: E402
 from tracer.budget import fmt_bytes, parse_size  # noqa: E402
 
 

@@ -1,8 +1,11 @@
-"""Test setup: cpu backend, verifier after every pass, a kernel cache shared by the whole run."""
+"""Test setup: cpu backend, verifier after every pass, a kernel cache shared by the whole run;
+tests marked `nvrtc` skip when the CUDA compiler libraries are missing; the run fails if it wrote
+files into the source tree."""
 from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("TRACER_BACKEND", "cpu")
 os.environ.setdefault("TRACER_SMALL_GRAPH", "0")  # small test arrays still get kernels (and
@@ -12,6 +15,7 @@ os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "t
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from cuda_libs import missing_cuda_compiler  # noqa: E402
 from tracer.ir.config import CONFIG  # noqa: E402
 
 CONFIG.verify = True
@@ -22,3 +26,67 @@ CONFIG.compile_workers = 0
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+CUDA_DIR = Path(__file__).resolve().parent / "backends" / "cuda"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under backends/cuda/ is a `cuda` test; elsewhere the mark is written out."""
+    for item in items:
+        if CUDA_DIR in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.cuda)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A PTX test whose CUDA compiler libraries are missing is skipped, not failed."""
+    outcome = yield
+    if item.get_closest_marker("nvrtc") is None or outcome.excinfo is None:
+        return
+    e = outcome.excinfo[1]
+    if missing_cuda_compiler(e):
+        outcome.force_exception(pytest.skip.Exception(
+            f"no CUDA compiler libraries: {type(e).__name__}: {e}", _use_item_location=True))
+
+
+# ---------------------------------------------------------------- nothing writes into the source
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ("tracer", "ir", "opt", "cuda_kernels", "tests", "examples")
+_BEFORE = pytest.StashKey[dict]()
+
+
+def source_files() -> dict[str, int]:
+    """Every file in the source folders with its mtime, less Python's own bytecode caches."""
+    out = {}
+    for top in SOURCE:
+        for p in (ROOT / top).rglob("*"):
+            if p.parent.name == "__pycache__" and p.suffix == ".pyc" or not p.is_file():
+                continue
+            out[p.relative_to(ROOT).as_posix()] = p.stat().st_mtime_ns
+    return out
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_BEFORE] = source_files()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if it created files in the source folders, or rewrote one in a __pycache__
+    (Numba's index and data files, `.nbi`/`.nbc`, belong in TRACER_CACHE_DIR)."""
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None:
+        return
+    after = source_files()
+    wrote = sorted(p for p, t in after.items()
+                   if p not in before or "/__pycache__/" in p and t != before[p])
+    if not wrote:
+        return
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.ensure_newline()
+        tr.write_sep("=", "the tests wrote into the source tree", red=True)
+        for p in wrote[:20]:
+            tr.write_line(f"    {p}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

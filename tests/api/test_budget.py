@@ -162,6 +162,7 @@ def test_jit_under_a_budget_splits(rng):
     assert numpy.abs(got - want).max() <= 1e-5 * numpy.abs(want).max()
 
 
+@pytest.mark.cuda
 def test_budget_on_the_cuda_backend_under_the_simulator():
     """The same split on the cuda backend (tiny sizes: the simulator runs a thread at a time);
     chunk results are assembled on the host."""

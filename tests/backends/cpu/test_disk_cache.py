@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = """
 import numpy, tracer, tracer.numpy as np
 x = np.asarray(numpy.arange(6.0))
@@ -35,6 +35,7 @@ def _out(p: subprocess.Popen) -> list[str]:
     return out.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("numba_dir", [False, True])
 def test_truncated_entries_are_recompiled(tmp_path, numba_dir):
     nd = tmp_path / "numba" if numba_dir else None
@@ -50,6 +51,7 @@ def test_truncated_entries_are_recompiled(tmp_path, numba_dir):
     assert third[0] == WANT and third[1].startswith("disk 1")
 
 
+@pytest.mark.slow
 def test_two_processes_fill_one_cache_at_once(tmp_path):
     procs = [_run(tmp_path), _run(tmp_path)]
     for p in procs:
@@ -77,6 +79,7 @@ def _warm(cache: Path) -> list[str]:
     return p.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_warm_start_loads_without_array_library_or_nrt_compile(tmp_path):
     """Reduce kernels take their scratch as arguments, so a process that only loads them from
     disk imports none of Numba's array library; Numba's runtime comes from cached object code,

@@ -17,7 +17,7 @@ import tracer.numpy as tnp
 from tracer.ir import toposort
 from tracer.ir.config import Config, context
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # bench/ is not installed; plain `pytest` does not add the root
     sys.path.insert(0, str(ROOT))
 from bench import ablation  # noqa: E402
@@ -134,6 +134,7 @@ def test_ablation_reports_a_failing_configuration_as_an_error():
     assert "| fusion | - | - | 1 |" in text
 
 
+@pytest.mark.slow
 def test_ablation_quick_runs_and_prints_a_row_per_pass(tmp_path):
     out = tmp_path / "ablation.md"
     env = dict(os.environ, TRACER_BACKEND="cpu")
@@ -149,6 +150,7 @@ def test_ablation_quick_runs_and_prints_a_row_per_pass(tmp_path):
     assert out.read_text() == proc.stdout.rstrip("\n") + "\n"
 
 
+@pytest.mark.slow
 def test_optimizer_bench_quick(tmp_path):
     out = tmp_path / "optimizer.md"
     env = dict(os.environ, TRACER_BACKEND="cpu")

@@ -16,7 +16,7 @@ from tracer.cuda_kernels import backends, compiler
 from tracer.cuda_kernels.compiler import batch_source
 from tracer.cuda_kernels.tiled import TILE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_batched_module_refuses_two_kernels_with_one_name():
@@ -164,6 +164,7 @@ def _worker_run(cache: Path, mode: str, workers: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_worker_compiles_do_not_change_results(tmp_path):
     """The same program compiled in this process, by one worker and by two (new caches each),
     and run tiered, gives the same values."""

@@ -1,8 +1,9 @@
 """Horizontal fusion: independent small loop kernels run as one kernel (one launch), on the cpu
-backend and under the CUDA simulator (its PTX: tests/test_cuda_ptx.py)."""
+backend and under the CUDA simulator (its PTX: tests/backends/cuda/test_cuda_ptx.py)."""
 from __future__ import annotations
 
 import numpy
+import pytest
 
 import tracer
 import tracer.numpy as np
@@ -86,6 +87,7 @@ def test_hand_built_graph_before_and_after():
     assert [(o.op, o.shape) for o in f.attr("body").inputs] == [("exp", (5,)), ("multiply", (2, 3))]
 
 
+@pytest.mark.cuda
 def test_horizontal_kernel_under_the_cuda_simulator(rng):
     ha, hb = _inputs(rng)
     with context(backend="cuda", cuda_sim=True):

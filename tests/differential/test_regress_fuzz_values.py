@@ -108,6 +108,7 @@ def test_array_and_full_of_a_huge_int_are_numpys_object_arrays(mode):
 
 # ------------------------------------------------------------------ J: np.sign on cuda
 
+@pytest.mark.cuda
 @pytest.mark.parametrize("dt", ["int8", "float64"])
 def test_sign_runs_under_the_cuda_simulator(dt):
     h = numpy.array([[-5, 0, 6]], dt)

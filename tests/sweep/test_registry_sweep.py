@@ -8,6 +8,9 @@ kernel arguments). A loop with a kernel template must run as a kernel and one wi
 in the interpreter: the sweep checks which one ran. Compile time is the cost of this file, so
 transcendental ops (whose integer loops only add a cast) run three integer dtypes, not eight,
 and so do the reductions that only cast (sum, prod, any, all).
+
+This is the one registry sweep: the registry's completeness check and its NO_KERNEL set live
+here, and tests/backends/cuda/test_cuda.py compiles the same ufunc loops to PTX.
 """
 from __future__ import annotations
 
@@ -239,6 +242,19 @@ def test_ufunc_0d(name):
     raise AssertionError(f"{name} takes none of float64, int64, bool")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0)])
+def test_empty_and_0d_lazy_inputs(dtype, shape):
+    """Lazy 0-d and empty arrays (not NumPy scalars, not slices of a bigger input) through an
+    elementwise op, a reduction over the last axis and a logical op."""
+    h = np.ones(shape, dtype=dtype)
+    t = tnp.asarray(h)
+    axis = -1 if shape else None
+    for lazy, want in [(t + t, h + h), (tnp.sum(t, axis=axis), np.sum(h, axis=axis)),
+                       (tnp.logical_not(t), np.logical_not(h))]:
+        assert_same("empty", lazy, want)
+
+
 @pytest.mark.parametrize("name", ["add", "sin", "floor_divide", "maximum", "isnan", "where"])
 def test_0d_kernels(name):
     """0-d arrays held in buffers run a 0-d kernel."""
@@ -288,6 +304,14 @@ def reduction_matrix(fn: str, dtype) -> np.ndarray:
     return np.array(rows, dtype=dt)
 
 
+def shifted_rows(fn: str, dtype) -> np.ndarray:
+    """Four rows of 2n+1 specials (reduction_matrix's last row), each starting at another value:
+    each special is first, last and between others in some row (the same kernels: same dtype
+    and rank)."""
+    v = reduction_matrix(fn, dtype)[-1]
+    return np.resize(v, (4, 2 * len(v) + 1))
+
+
 def check_reduction(fn: str, h, axis) -> None:
     try:
         want = np.asarray(numpy_call(lambda x: getattr(np, fn)(x, axis=axis), h))
@@ -316,9 +340,9 @@ def check_reduction(fn: str, h, axis) -> None:
     pytest.param(fn, dt, id=f"{fn}-{dt}") for fn in REDUCTIONS
     for dt in NARROW_REDUCTIONS.get(fn, KERNEL_DTYPES) + INTERP_DTYPES])
 def test_reduction(fn, dtype):
-    h = reduction_matrix(fn, dtype)
-    for axis in (None, 0, 1):
-        check_reduction(fn, h, axis)
+    for h in (reduction_matrix(fn, dtype), shifted_rows(fn, dtype)):
+        for axis in (None, 0, 1):
+            check_reduction(fn, h, axis)
     for shape in ((0, 3), (3, 0)):  # the same kernels; max/min/argmax of nothing raise
         for axis in (None, 0, 1):
             check_reduction(fn, np.zeros(shape, dtype), axis)
@@ -354,7 +378,7 @@ NO_KERNEL = {"nextafter", "spacing", "ldexp"}  # elementwise ufuncs with no temp
 
 def test_every_registry_entry_is_complete():
     for name, d in OPS.items():
-        assert d.name == name and isinstance(d.kind, Kind), name
+        assert d.name == name and isinstance(d.kind, Kind) and isinstance(d.nin, int), name
         assert callable(d.shape_rule) and callable(d.dtype_rule), name
         assert callable(d.ref) or d.kind is Kind.LEAF, name
         if d.kind is Kind.ELEMENTWISE:

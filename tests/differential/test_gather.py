@@ -111,6 +111,7 @@ def test_computed_out_of_bounds_raises_when_evaluated():
         numpy.asarray(y)
 
 
+@pytest.mark.cuda
 def test_gather_under_the_cuda_simulator():
     with context(backend="cuda", cuda_sim=True):
         x = np.asarray(A[0])

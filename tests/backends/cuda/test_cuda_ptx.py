@@ -1,7 +1,7 @@
 """The real CUDA source (not the simulator's binding) compiles to sm_90 PTX without a GPU or a
 driver: `numba.cuda.compile_ptx(py_func, signature, cc=(9, 0))` needs only NVVM and NVRTC
 (NUMBA_NOTES.md section 3). Helpers are inline-always device functions, the only kind that works
-there. Skipped when the CUDA compiler libraries are missing."""
+there. Marked `nvrtc`: skipped when the CUDA compiler libraries are missing (tests/conftest.py)."""
 from __future__ import annotations
 
 import numpy
@@ -12,16 +12,6 @@ import tracer.numpy as np
 from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
 from tracer.ir import toposort
 from tracer.ir.config import context
-
-
-@pytest.fixture(scope="module", autouse=True)
-def nvrtc():
-    try:
-        library_ptx("copy", 1)
-    except Exception as e:  # noqa: BLE001 - only a missing library is a reason to skip
-        if "libnvrtc" in str(e) or "libnvvm" in str(e) or "NotFound" in type(e).__name__:
-            pytest.skip(f"no CUDA compiler libraries: {e}")
-        raise
 
 
 def _ok(name: str, ptx: str) -> None:
@@ -47,6 +37,7 @@ EXPRS = {
 }
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("name", sorted(EXPRS))
 def test_fusion_kernels_compile_to_ptx(name):
     a = np.asarray(numpy.ones((5, 7), numpy.float32))
@@ -65,11 +56,13 @@ def test_fusion_kernels_compile_to_ptx(name):
                 assert "bar.sync" in ptx and "atom." not in ptx  # tree in shared memory
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("rank", [1, 3])
 def test_strided_copy_compiles_to_ptx(rank):
     _ok(f"copy{rank}", library_ptx("copy", rank, ("float64", "float64")))
 
 
+@pytest.mark.nvrtc
 @pytest.mark.parametrize("dtypes", [("float32",) * 3, ("float64", "int32", "float32"),
                                     ("int32",) * 3, ("bool",) * 3])
 def test_tiled_matmul_compiles_to_ptx(dtypes):

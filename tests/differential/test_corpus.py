@@ -7,8 +7,8 @@ cells use NumPy, each after a line `# %% <name>` and each starting with its own
 exception, or the same exception type raised at the same line of the snippet (and the same
 message where the message is NumPy's own, not Python's words about a type).
 
-    python -m pytest -q -p no:warnings tests/test_corpus.py
-    python -m tests.test_corpus [-v] [substring ...]  # summary table: passed/failed per file,
+    python -m pytest -q -p no:warnings tests/differential/test_corpus.py
+    python -m tests.differential.test_corpus [-v] [substring ...]  # summary table: passed/failed per file,
                                                       # each failure's first differing line
                                                       # (-v: each snippet's time on stderr)
 """

@@ -134,6 +134,7 @@ def test_errors_are_numpys():
     _same(t, h)  # nothing was written by the failed calls
 
 
+@pytest.mark.cuda
 def test_scatter_under_the_cuda_simulator():
     with context(backend="cuda", cuda_sim=True):
         h, t = _pair((5,), numpy.float32)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = """
 import numpy, tracer, tracer.numpy as np
 x = np.asarray(numpy.arange(12.0).reshape(3, 4))
@@ -84,18 +84,21 @@ def _rebuilt_with_one_warning(cache: Path) -> None:
     assert out == [WANT, "disk 2"] and not warned
 
 
+@pytest.mark.slow
 def test_truncated_generated_module_is_rebuilt_with_one_warning(cache):
     for m in _modules(cache):
         m.write_text(m.read_text()[:40])
     _rebuilt_with_one_warning(cache)
 
 
+@pytest.mark.slow
 def test_garbage_generated_module_is_rebuilt_with_one_warning(cache):
     for m in _modules(cache):
         m.write_text("x = 1\n")
     _rebuilt_with_one_warning(cache)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["gen", "gen/index", "gen/__pycache__"])
 def test_file_where_a_cache_folder_belongs_is_replaced(tmp_path, where):
     (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
@@ -104,6 +107,7 @@ def test_file_where_a_cache_folder_belongs_is_replaced(tmp_path, where):
     assert out[0] == WANT and len(warned) == 1 and "not a folder" in warned[0], warned
 
 
+@pytest.mark.slow
 def test_folders_where_cache_files_belong_are_replaced(cache):
     for f in [*(cache / "gen" / "index").iterdir(), *_modules(cache)]:
         f.unlink()
@@ -116,6 +120,7 @@ def _in_memory_with_one_warning(out: list[str], warned: list[str]) -> None:
     assert len(warned) == 1 and "compiling in memory" in warned[0], warned
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home", [False, True])
 def test_cache_folder_that_cannot_be_made_compiles_in_memory_with_one_warning(tmp_path, home):
     blocker = tmp_path / "a-file"
@@ -139,6 +144,7 @@ def _read_only_binds(paths: list[Path]) -> list[str]:
     return ["unshare", "-m", "sh", "-c", mounts + ' && cd "$PWD" && exec "$@"', "sh"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["cache", "install-home-cache"])
 def test_read_only_cache_install_and_home_compile_in_memory_with_one_warning(filled, tmp_path,
                                                                              what):
@@ -183,6 +189,7 @@ def _alive(pid: int) -> bool:
             return False
 
 
+@pytest.mark.slow
 def test_compile_worker_and_resource_tracker_exit_when_the_parent_is_killed(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", KILLED], cwd=ROOT, stdout=subprocess.PIPE,
                          text=True, env=_env(tmp_path, TRACER_COMPILE="tiered",

@@ -24,6 +24,7 @@ def _report(mode, failures):
                        for f in failures)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["compiled", "small"])
 def test_random_programs_match_numpy(mode):
     seeds = [s for s in SLICE[mode] if s not in KNOWN[mode]]
@@ -32,6 +33,8 @@ def test_random_programs_match_numpy(mode):
     assert not failures, _report(mode, failures)
 
 
+@pytest.mark.slow
+@pytest.mark.cuda
 def test_random_programs_match_numpy_on_cuda_simulator(tmp_path):
     seeds = [s for s in SLICE["cuda"] if s not in KNOWN["cuda"]]
     out = tmp_path / "cuda.json"

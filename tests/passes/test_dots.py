@@ -259,6 +259,7 @@ def test_merge_skips_dependent_mixed_and_big_dots(monkeypatch):
 
 # ---------------------------------------------------------------- cuda kernel flags
 
+@pytest.mark.cuda
 def test_cuda_matmul_reads_transposed_operands_in_place():
     from tracer.cuda_kernels import backends
     with context(backend="cuda", cuda_sim=True):

@@ -38,7 +38,7 @@ MiB = 2**20
 # cache (planning, generated modules). Twice what the tiny runs may take, 2 MiB, leaves as much
 # again for the allocator's rounding at the measured size.
 ALLOWANCE = 4 * MiB
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _reset_peak() -> bool:
@@ -239,13 +239,14 @@ def fresh_run(cache: Path, size: int, limit: int | None, mode: str = "tiered") -
     env = dict(os.environ, TRACER_CACHE_DIR=str(cache), TRACER_COMPILE=mode,
                TRACER_SMALL_GRAPH="0", TRACER_BACKEND="cpu")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    code = _FRESH.format(tests=str(ROOT / "tests"), size=size, limit=limit)
+    code = _FRESH.format(tests=str(Path(__file__).resolve().parent), size=size, limit=limit)
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_cold_cache_tiered_run_stays_within_the_budget(tmp_path):
     """Before the fix the tiled NumPy path ran the chain through the interpreter, which held
     every one of its 30 full-size values: 5 GiB past a 512 MiB budget at 2e7 values. (The
