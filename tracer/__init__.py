@@ -10,7 +10,8 @@ __version__ = "0.1.0"
 from tracer.ir.config import CONFIG, context
 from tracer.ir.stats import reset_stats, stats
 from .array import ndarray
-from .runtime import (Plan, TracerFallbackWarning, coverage_report, evaluate, explain)
+from .runtime import TracerFallbackWarning, coverage_report, evaluate
+from .explain import Plan, explain
 from . import numpy  # noqa: F401
 from .jit import jit
 from .budget import MemoryBudgetError, memory_budget

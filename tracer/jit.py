@@ -17,14 +17,12 @@ import functools
 
 import numpy as np
 
-from tracer import cuda_kernels
 from tracer.ir import Buffer, make
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
-from . import plans
+from . import budget, debug, engine
 from .array import Var, ndarray
-from . import budget
-from .runtime import backend, evaluate, evaluate_vars
+from .runtime import evaluate, evaluate_vars
 
 _RETRACE = object()  # this signature is not replayable: call f as it is
 
@@ -53,10 +51,14 @@ def _buffer(a):
 
 
 class _Replay:
-    __slots__ = ("program", "feeds", "outs", "single")
+    """A replayable trace: the plan, where each slot's buffer comes from, the outputs' types,
+    and the traced graph over the plan's slot leaves (its call sites kept), on which an error
+    of a replay is located as evaluate locates it."""
+    __slots__ = ("program", "feeds", "outs", "single", "graph", "slots")
 
-    def __init__(self, program, feeds, outs, single):
+    def __init__(self, program, feeds, outs, single, graph, slots):
         self.program, self.feeds, self.outs, self.single = program, feeds, outs, single
+        self.graph, self.slots = graph, slots
 
 
 class jit:
@@ -72,7 +74,7 @@ class jit:
             out = self.f(*args)
             evaluate(*(out if isinstance(out, (tuple, list)) else (out,)))
             return out
-        key = (tuple(_sig_of(a) for a in args), backend(), CONFIG.disable_passes)
+        key = (tuple(_sig_of(a) for a in args), engine.backend(), CONFIG.disable_passes)
         entry = self._plans.get(key)
         if entry is None:
             entry, result = self._trace(args)
@@ -97,14 +99,16 @@ class jit:
                 not all(isinstance(o, ndarray) for o in outs):
             return _RETRACE, out  # a value was needed, or f returned something else
         roots = [o._node for o in outs]
-        found = plans.lookup(roots, backend())
+        found = engine.lookup(roots, engine.backend())
         if found is None:  # an attribute that cannot key a plan
             return _RETRACE, out
         plan, _, graph_leaves = found
         arg_of = {id(leaf): k for k, leaf in enumerate(leaves) if leaf is not None}
         # a slot reads an argument, or a buffer f captured (frozen, as jax.jit freezes it)
         feeds = [(s, arg_of.get(id(g)), g.attr("buf")) for s, g in zip(plan.slots, graph_leaves)]
-        entry = _Replay(plan.program, feeds, [(o.shape, o.dtype) for o in outs], single)
+        graph = debug.rebind(roots, graph_leaves, [s.attr("buf") for s in plan.slots])
+        entry = _Replay(plan.program, feeds, [(o.shape, o.dtype) for o in outs], single, graph,
+                        plan.slots)
         return entry, self._run(entry, bufs)
 
     def _replay(self, entry: _Replay, args):
@@ -116,7 +120,8 @@ class jit:
     def _run(entry: _Replay, bufs):
         STATS.evaluations += 1
         bind = {id(s): (bufs[k] if k is not None else own) for s, k, own in entry.feeds}
-        res = cuda_kernels.run(entry.program, bind)
+        res = engine.run(entry.program, bind, lambda: debug.rebind(
+            entry.graph, entry.slots, [bind[id(s)] for s in entry.slots]))
         outs = [ndarray(Var(make("input", (), shape, dtype, (("buf", b),))))
                 for (shape, dtype), b in zip(entry.outs, res)]
         return outs[0] if entry.single else tuple(outs)

@@ -11,12 +11,9 @@ from typing import Any, Callable
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer import opt
-from tracer.ir import Buffer, Node, format_graph, make, toposort
-from tracer.ir.interp import run_graph
-from tracer.ir.config import CONFIG
+from tracer.ir import Node, format_graph, make, toposort
 from tracer.ir.stats import STATS
-from . import budget, debug, plans
+from . import budget, debug, engine
 from .array import LOCK, Var, ndarray, pending_vars, apply_view_numpy
 from .functions import FOREIGN_KINDS
 
@@ -27,10 +24,6 @@ class TracerFallbackWarning(UserWarning):
 
 _FALLBACK_SITES: dict[tuple[str, str, int], int] = {}
 user_frame = debug.user_frame
-
-
-def backend() -> str:
-    return cuda_kernels.default_backend(CONFIG.backend)
 
 
 # ------------------------------------------------------------------ evaluation
@@ -95,7 +88,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = [v.node for v in group]
         try:
-            bufs = execute(nodes, small)
+            bufs = engine.execute(nodes, small)
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
@@ -145,95 +138,13 @@ def _near(root: Node, in_graph: set[int]) -> bool:
 
 
 def _by_size(roots: list[Node], vars_: list) -> list[tuple[list, bool]]:
-    """(variables, small) for each evaluation: on cpu outside a budget, the variables whose
-    every value has at most CONFIG.small_graph elements apart from the rest, so they run by
-    NumPy (see execute) instead of being compiled along with a big one."""
-    limit = CONFIG.small_graph
-    if not limit or budget.active() is not None or backend() != "cpu":
+    """(variables, small) for each evaluation: the variables whose values run by NumPy op by op
+    (engine.small_roots) apart from the rest, so they are not compiled along with a big one."""
+    small = engine.small_roots(roots)
+    if not any(small):
         return [(vars_, False)]
-    big: dict[int, bool] = {}
-    for n in toposort(roots):
-        big[id(n)] = n.size > limit or any(big[id(i)] for i in n.inputs)
-    small = [v for v, r in zip(vars_, roots) if not big[id(r)]]
-    rest = [v for v, r in zip(vars_, roots) if big[id(r)]]
-    return [(g, g is small) for g in (small, rest) if g]
-
-
-_PHASES = ("trace_s", "optimize_s", "codegen_s", "load_s", "compile_s", "run_s")
-_TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
-
-
-def execute(roots: list[Node], small: bool = False) -> list:
-    """The roots' values. `small`: every value is small (evaluate_vars decides): run them by
-    NumPy op by op, unoptimized, where optimizing and compiling would cost more."""
-    STATS.evaluations += 1
-    if small:
-        return _interpret(roots)
-    phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
-    if phases0:
-        phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
-    t0 = time.perf_counter()
-    program, res, bind = plans.plan(roots, backend())
-    # the optimizer's own time (lowering's codegen and compiles are counted apart), or the
-    # plan cache lookup
-    STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
-    STATS.plan_cache_hits += res is None
-    _RUNNING[0] += 1
-    try:
-        bufs = _run(roots, program, bind)
-    except Exception as e:
-        if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
-            debug.locate_error(roots, e)
-        raise
-    finally:
-        _RUNNING[0] -= 1
-    if CONFIG.check_nans and not _RUNNING[0]:
-        debug.check_outputs(roots, [cuda_kernels.to_host(b) for b in bufs])
-    if CONFIG.debug >= 1:
-        how = "cached plan" if res is None else "new plan"
-        spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
-                          for p, v in zip(_PHASES, phases0))
-        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}; "
-              f"{spent}", file=sys.stderr)
-        _TRACE_AT[0] = STATS.trace_s
-    if res is None:
-        return bufs
-    if CONFIG.debug >= 2:
-        print(format_graph(res.roots), file=sys.stderr)
-    if CONFIG.debug >= 3:
-        for name, sec, changed in res.passes:
-            print(f"[tracer]   pass {name:<20} {sec * 1e3:8.3f} ms {'changed' if changed else ''}",
-                  file=sys.stderr)
-    if CONFIG.debug >= 4:
-        for k in program.kernels:
-            print(f"[tracer] kernel {k.name}\n{k.source}", file=sys.stderr)
-    return bufs
-
-
-_RUNNING = [0]  # nesting of execute(): a budget runs chunks through it
-
-
-def _interpret(roots: list[Node]) -> list:
-    """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
-    optimizing it and compiling its kernels would take milliseconds to seconds."""
-    t0 = time.perf_counter()
-    STATS.small_graphs += 1
-    try:
-        vals = run_graph(roots, leaf=debug.host_value)
-    except Exception as e:
-        debug.locate_error(roots, e)
-        raise
-    STATS.run_s += time.perf_counter() - t0
-    if CONFIG.check_nans:
-        debug.check_outputs(roots, vals)
-    return [Buffer(np.asarray(v)) for v in vals]
-
-
-def _run(roots: list[Node], program, bind) -> list:
-    limit = budget.active()
-    if limit is not None:
-        return budget.run(roots, program, bind, limit, backend(), execute)
-    return cuda_kernels.run(program, bind)
+    groups = ([v for v, s in zip(vars_, small) if s], [v for v, s in zip(vars_, small) if not s])
+    return [(g, g is groups[0]) for g in groups if g]
 
 
 def evaluate(*arrays):
@@ -250,67 +161,6 @@ def to_numpy(a: ndarray) -> np.ndarray:
     out = apply_view_numpy(host, a._view.steps).view()
     out.flags.writeable = False
     return out
-
-
-# ------------------------------------------------------------------ explain
-
-class Plan:
-    """What evaluating some arrays would do: graphs, passes, kernels and their source."""
-
-    def __init__(self, before: list[Node], res, program):
-        self.graph_before = _Graph(before)
-        self.graph_after = _Graph(res.roots)
-        self.passes = res.passes
-        self.pass_effects = res.effects  # [PassEffect]: nodes and op histogram around each pass
-        self.kernels = program.kernels
-        self.peak_bytes = program.peak_bytes
-        self.bytes_copied = program.bytes_copied
-        self.backend = program.backend
-        self._kernel_of = program.kernel_of
-
-    def to_dot(self, before: bool = False) -> str:
-        """The graph after optimization (or `before` it) as Graphviz DOT text; each fused
-        kernel is a cluster."""
-        from .drawing import to_dot
-        if before:
-            return to_dot(self.graph_before.roots, title="tracer: before")
-        return to_dot(self.graph_after.roots, self._kernel_of, title="tracer: after")
-
-    def save(self, path: str, before: bool = False) -> str:
-        """Draw the graph to `path` (svg, png, pdf... by Graphviz; the DOT text when Graphviz
-        is not installed or the path ends in .dot). Returns the path written."""
-        from .drawing import save
-        return save(self.to_dot(before), path)
-
-    def __str__(self) -> str:
-        out = [f"== graph before ({len(toposort(self.graph_before.roots))} nodes)",
-               str(self.graph_before), "== passes"]
-        out += [f"  {e}" for e in self.pass_effects]
-        out += [f"== graph after ({len(self.kernels)} kernels, backend {self.backend})",
-                str(self.graph_after), f"== peak_bytes {self.peak_bytes}, "
-                f"bytes_copied {self.bytes_copied}"]
-        for k in self.kernels:
-            out += [f"== kernel {k.name} ({k.kind}, {k.backend})", k.source]
-        return "\n".join(out)
-
-    __repr__ = __str__
-
-
-class _Graph:
-    def __init__(self, roots):
-        self.roots = list(roots)
-
-    def __str__(self) -> str:
-        return format_graph(self.roots)
-
-    __repr__ = __str__
-
-
-def explain(*arrays) -> Plan:
-    roots = [a._node for a in arrays]
-    res = opt.optimize(roots, record=True)
-    program = cuda_kernels.lower(res.roots, backend())
-    return Plan(roots, res, program)
 
 
 # ------------------------------------------------------------------ fallback to NumPy
