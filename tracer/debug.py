@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer.ir import Node, make, toposort
+from tracer.ir import Node, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
 from tracer.ir.node import users
@@ -252,11 +252,10 @@ def nonfinite(values) -> bool:
     return any(_nonfinite(v) for v in values)
 
 
-def rebind(roots: list[Node], leaves: list[Node], bufs: list) -> list[Node]:
-    """The graph with each of `leaves` replaced by a leaf over the matching buffer; the call
-    sites stay with the rebuilt nodes (a jit replay locates its errors on it)."""
-    new: dict[int, Node] = {id(leaf): make("input", (), leaf.shape, leaf.dtype, (("buf", b),))
-                            for leaf, b in zip(leaves, bufs)}
+def rebind(roots: list[Node], leaves: list[Node], new_leaves: list[Node]) -> list[Node]:
+    """The graph with each of `leaves` replaced by the matching new leaf; the call sites stay
+    with the rebuilt nodes (a jit replay locates its errors on it)."""
+    new: dict[int, Node] = {id(leaf): n for leaf, n in zip(leaves, new_leaves)}
     for n in toposort(roots):
         if id(n) not in new:
             new[id(n)] = make(n.op, tuple(new[id(i)] for i in n.inputs), n.shape, n.dtype,

@@ -99,7 +99,7 @@ def execute(roots: list[Node], small: bool = False) -> list:
     by op, unoptimized, where optimizing and compiling would cost more."""
     STATS.evaluations += 1
     if small:
-        return _interpret(roots)
+        return interpret(roots)
     phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
     if phases0:
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
@@ -158,7 +158,7 @@ def run(program, bind, graph) -> list:
     return bufs
 
 
-def _interpret(roots: list[Node]) -> list:
+def interpret(roots: list[Node]) -> list:
     """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
     optimizing it and compiling its kernels would take milliseconds to seconds."""
     t0 = time.perf_counter()
