@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer.ir import Node, toposort
+from tracer.ir import Node, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
 from tracer.ir.node import users
