@@ -10,7 +10,8 @@ __version__ = "0.1.0"
 from tracer.ir.config import CONFIG, context
 from tracer.ir.stats import reset_stats, stats
 from .array import ndarray
-from .runtime import TracerFallbackWarning, coverage_report, evaluate
+from .fallback import TracerFallbackWarning, coverage_report
+from .array import evaluate
 from .explain import Plan, explain
 from . import numpy  # noqa: F401
 from .jit import jit

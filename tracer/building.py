@@ -25,11 +25,13 @@ from . import graph as G
 from .array import c_strides, ndarray, proxy, traced
 from .functions import _lazy
 from .gather import scatter
-from .indexing import assign_full, setitem
+from .write import assign_full
+from .indexing import setitem
 from .reductions import _finish
-from .runtime import fallback_call
+from .fallback import fallback_call
 from .shaping import along_axis_key
-from .ufuncs import apply_ufunc, known_values
+from .ufuncs import apply_ufunc
+from .write import known_values
 
 
 # ------------------------------------------------------------------ block

@@ -24,7 +24,8 @@ from . import functions as F
 from . import reductions as R
 from .array import ndarray, nocopy_reshape, proxy, traced
 from .indexing import setitem
-from .runtime import fallback_call, to_numpy
+from .fallback import fallback_call
+from .store import to_numpy
 from .ufuncs import apply_ufunc
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # NumPy's sublist labels 0..51

@@ -23,8 +23,10 @@ from tracer.ir import Buffer, Slot, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from . import budget, debug, engine
-from .array import Var, ndarray
-from .runtime import evaluate, evaluate_vars
+from .store import Var
+from .array import ndarray
+from .array import evaluate
+from .store import evaluate_vars
 
 _RETRACE = object()  # this signature is not replayable: call f as it is
 

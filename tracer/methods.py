@@ -9,8 +9,11 @@ from . import reductions as R
 from . import building, einsum, sorting
 from .array import laid_out, ndarray, proxy, stands_for_scalar, traced
 from .indexing import getitem, setitem
-from .runtime import foreign_operand, numpy_operator
+from .fallback import (FOREIGN_KINDS, _to_host, _wrap, count_fallback, fallback_call, foreign_operand,
+                       numpy_operator)
+from .store import to_numpy
 from .ufuncs import apply_ufunc, call_ufunc
+from .write import assign_full
 
 
 def _binary(uf, dunder, reflected=False):
@@ -67,7 +70,6 @@ def _imatmul(self, other):
         raise ValueError("inplace matrix multiplication requires the first operand to have at "
                          "least one and the second at least two dimensions.")
     res = F.matmul(self, other)
-    from .indexing import assign_full
     if res.shape != self.shape:
         from numpy.lib.stride_tricks import as_strided
         out = as_strided(np.zeros(1), self.shape, (0,) * self.ndim, writeable=True)
@@ -83,7 +85,7 @@ def _imatmul(self, other):
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dt = np.dtype(dtype)
-    if dt.kind in F.FOREIGN_KINDS:  # strings, objects, dates: a NumPy array, as tracer makes them
+    if dt.kind in FOREIGN_KINDS:  # strings, objects, dates: a NumPy array, as tracer makes them
         return np.asarray(self).astype(dt, order, casting, subok, copy)
     if not np.can_cast(self.dtype, dt, casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the "
@@ -120,7 +122,6 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and ufunc in R._REDUCE_OP:
         return R.reduce(ufunc, *inputs, **kwargs)
-    from .runtime import fallback_call
     return fallback_call(f"{ufunc.__name__}.{method}", getattr(ufunc, method), inputs, kwargs)
 
 
@@ -132,7 +133,6 @@ def _array_function(self, func, types, args, kwargs):
     if getattr(func, "__module__", None) == "numpy.linalg" and \
             getattr(np.linalg, func.__name__, None) is func:
         return getattr(tnp.linalg, func.__name__)(*args, **kwargs)
-    from .runtime import fallback_call
     return fallback_call(func.__name__, func, args, kwargs)
 
 
@@ -160,7 +160,6 @@ for _n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "arg
 def _fallback_method(self, name):
     """Any other ndarray method runs NumPy on the evaluated array (warned and counted). An
     in-place method (sort, partition, ...) writes its result back into this array."""
-    from .runtime import count_fallback, to_numpy, _to_host, _wrap
     meth = getattr(np.ndarray, name)
 
     def call(*args, **kwargs):
@@ -181,7 +180,6 @@ def _getattr(self, name):
         raise AttributeError(f"'tracer.ndarray' object has no attribute {name!r}")
     attr = getattr(np.ndarray, name)
     if not callable(attr):
-        from .runtime import count_fallback, to_numpy, _wrap
         count_fallback(f"ndarray.{name}")
         return _wrap(getattr(np.array(to_numpy(self)), name))
     return _fallback_method(self, name)

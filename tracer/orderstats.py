@@ -36,7 +36,9 @@ from . import functions as F
 from . import reductions as R
 from .array import ndarray, traced
 from .functions import _lazy, moveaxis, ravel
-from .runtime import evaluate, fallback_call, to_numpy
+from .array import evaluate
+from .fallback import fallback_call
+from .store import to_numpy
 from .sorting import _eager, _numpy_out, argsort, cumsum, partition, searchsorted, sort
 from .statfuncs import _replace_nan, diff, nanmean
 from .ufuncs import apply_ufunc

@@ -37,7 +37,9 @@ from . import reductions as R
 from .array import asarray_node, ndarray, traced
 from .functions import _lazy, concatenate, full, ravel, zeros
 from .indexing import setitem
-from .runtime import _to_host, _wrap, evaluate, fallback_call, to_numpy
+from .fallback import _to_host, _wrap, fallback_call
+from .array import evaluate
+from .store import to_numpy
 from .statfuncs import _replace_nan
 from .ufuncs import apply_ufunc
 

@@ -19,9 +19,9 @@ from .. import building as _B
 from .. import einsum as _E
 from .. import methods as _methods  # noqa: F401  (installs the operators)
 from ..array import ndarray as _Lazy
+from ..gather import ufunc_at as _ufunc_at
 from ..ufuncs import call_ufunc as _call_ufunc
-from ..runtime import (fallback_call as _fallback_call, fallback_getattr as _fallback_getattr,
-                       foreign as _foreign, foreign_operand as _foreign_operand)
+from ..fallback import FOREIGN_KINDS as _FOREIGN_KINDS, fallback_call as _fallback_call, fallback_getattr as _fallback_getattr, foreign as _foreign, foreign_operand as _foreign_operand
 
 
 class _NdarrayType(type):
@@ -44,7 +44,7 @@ class _NdarrayType(type):
     def __call__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
         """NumPy's uninitialized array is zeros here; one over a buffer is NumPy's own, as it
         shares the buffer's memory."""
-        if buffer is None and strides is None and _np.dtype(dtype).kind not in _F.FOREIGN_KINDS:
+        if buffer is None and strides is None and _np.dtype(dtype).kind not in _FOREIGN_KINDS:
             return _F.zeros(shape, dtype, order or "C")
         if isinstance(buffer, _Lazy):
             buffer = _np.asarray(buffer)
@@ -91,8 +91,7 @@ class ufunc:
     def at(self, a, indices, b=None):
         """NumPy's unbuffered in-place `ufunc.at`: duplicate indices accumulate. Lazy (a
         scatter) for binary ufuncs into lazy arrays; otherwise NumPy runs it."""
-        from ..gather import ufunc_at
-        if not ufunc_at(self._uf, a, indices, b):
+        if not _ufunc_at(self._uf, a, indices, b):
             args = (a, indices) if b is None else (a, indices, b)
             _fallback_call(f"{self.__name__}.at", self._uf.at, args, {})
 
@@ -151,13 +150,13 @@ def _positions(fn) -> dict[str, int]:
 def _foreign_dtype(dtype) -> bool:
     try:
         return dtype is not _MISSING and dtype is not None and \
-            _np.dtype(dtype).kind in _F.FOREIGN_KINDS
+            _np.dtype(dtype).kind in _FOREIGN_KINDS
     except TypeError:  # not a dtype: the lazy function raises NumPy's error
         return False
 
 
 def _guarded(name: str, fn):
-    """fn, except that foreign data (see runtime.foreign), a dtype of strings, objects, records
+    """fn, except that foreign data (see fallback.foreign), a dtype of strings, objects, records
     or dates, or an object as fill value runs NumPy's function (a fallback)."""
     npfn = getattr(_np, name, None)
     if npfn is None:

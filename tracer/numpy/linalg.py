@@ -29,8 +29,8 @@ from .. import reductions as _R
 from .. import shaping as _S
 from ..array import ndarray as _ndarray, traced as _traced
 from ..functions import _lazy
-from ..runtime import (_to_host, count_fallback as _count_fallback, evaluate as _evaluate,
-                       fallback_getattr as _fallback_getattr)
+from ..fallback import _to_host, count_fallback as _count_fallback, fallback_getattr as _fallback_getattr
+from ..array import evaluate as _evaluate
 from ..ufuncs import apply_ufunc as _apply_ufunc
 
 LinAlgError = _np.linalg.LinAlgError
