@@ -161,3 +161,21 @@ def fallback_getattr(module, prefix: str = ""):
             return fallback
         return obj
     return __getattr__
+
+
+def fallback_method(self, name):
+    """Any other ndarray method runs NumPy on the evaluated array (warned and counted). An
+    in-place method (sort, partition, ...) writes its result back into this array."""
+    meth = getattr(np.ndarray, name)
+
+    def call(*args, **kwargs):
+        count_fallback(f"ndarray.{name}")
+        host = np.array(to_numpy(self), copy=True)
+        host.flags.writeable = self._view.writeable  # NumPy's own error for in-place methods
+        out = meth(host, *_to_host(args), **_to_host(kwargs))
+        if out is None or out is host:  # in place (byteswap(inplace=True) returns the array)
+            if self._view.writeable:
+                write_all(self, host)
+            return None if out is None else self
+        return _wrap(out)
+    return call

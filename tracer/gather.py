@@ -23,6 +23,7 @@ import numpy as np
 from tracer.ir.registry import OPS
 from . import graph as G
 from .array import asarray_node, ndarray, proxy, shape_str, traced
+from .fallback import fallback_call
 from .store import to_numpy
 from .write import assign_full, known_values, value_node
 
@@ -243,3 +244,11 @@ def ufunc_at(uf: np.ufunc, a, indices, b) -> bool:
     if not a._view.writeable:
         raise ValueError("output array is read-only")
     return scatter(a, key, b, uf.__name__)
+
+
+def ufunc_at_or_numpy(uf: np.ufunc, a, indices, b=None) -> None:
+    """NumPy's unbuffered in-place `uf.at(a, indices, b)`: lazy (a scatter) where ufunc_at
+    can, otherwise NumPy runs it (a counted fallback)."""
+    if not ufunc_at(uf, a, indices, b):
+        args = (a, indices) if b is None else (a, indices, b)
+        fallback_call(f"{uf.__name__}.at", uf.at, args, {})
