@@ -23,8 +23,8 @@ import numpy as np
 from . import functions as F
 from . import reductions as R
 from .array import ndarray, nocopy_reshape, proxy, traced
-from .indexing import setitem
 from .fallback import fallback_call
+from .indexing import setitem
 from .store import to_numpy
 from .ufuncs import apply_ufunc
 

@@ -44,6 +44,8 @@ class Plan:
             out += [f"== run by NumPy op by op, unoptimized (small graph, at most "
                     f"{CONFIG.small_graph} elements a value): {len(self.interpreted)} of "
                     f"{len(self.graph_before.roots)} outputs"]
+            if len(self.interpreted) == len(self.graph_before.roots):
+                return "\n".join(out)  # no optimizer, no kernels
         out += ["== passes"]
         out += [f"  {e}" for e in self.pass_effects]
         out += [f"== graph after ({len(self.kernels)} kernels, backend {self.backend})",

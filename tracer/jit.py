@@ -23,10 +23,8 @@ from tracer.ir import Buffer, Slot, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from . import budget, debug, engine
-from .store import Var
-from .array import ndarray
-from .array import evaluate
-from .store import evaluate_vars
+from .array import evaluate, ndarray
+from .store import Var, evaluate_vars
 
 _RETRACE = object()  # this signature is not replayable: call f as it is
 

@@ -34,11 +34,10 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from . import functions as F
 from . import reductions as R
-from .array import ndarray, traced
+from .array import evaluate, ndarray, traced
+from .fallback import fallback_call
 from .functions import _lazy, moveaxis, ravel
 from .gather import ufunc_at_or_numpy
-from .array import evaluate
-from .fallback import fallback_call
 from .store import to_numpy
 from .sorting import _eager, _numpy_out, argsort, cumsum, partition, searchsorted, sort
 from .statfuncs import _replace_nan, diff, nanmean
