@@ -316,7 +316,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = {name: run_program(name, sizes, passes, repeat, log) for name in programs}
     head = [f"# Pass ablation ({'quick' if args.quick else 'full'} sizes, backend "
-            f"{tracer.runtime.backend()}, median of {repeat}, {os.cpu_count()} cpus, "
+            f"{tracer.engine.backend()}, median of {repeat}, {os.cpu_count()} cpus, "
             f"{time.perf_counter() - t0:.0f} s)", "",
             f"Pipeline: {' -> '.join(name for name, _fn, _why in opt.PIPELINE)}", ""]
     text = "\n".join(head + table(results, passes)) + "\n"

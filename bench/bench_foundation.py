@@ -115,7 +115,7 @@ def main(argv=None) -> int:
         import tracer.numpy as tnp
         backend = os.environ.get("TRACER_BACKEND") or "default (cpu when no GPU)"
         try:
-            from tracer.runtime import backend as _backend  # what the runtime actually picked
+            from tracer.engine import backend as _backend  # what the runtime actually picked
             backend = str(_backend())
         except Exception:  # noqa: BLE001 - the env var description is good enough
             pass

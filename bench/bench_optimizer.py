@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         f"# optimizer benchmark ({'quick' if args.quick else 'full'} sizes), "
         f"{datetime.datetime.now().isoformat(timespec='seconds')}",
         "",
-        *machine_info(str(tracer.runtime.backend())),
+        *machine_info(str(tracer.engine.backend())),
         f"- one warm-up call, then median of {repeat}; ratio = tracer ms / peer ms (lower is "
         "better); err = max|got - ref| / max|ref| (normwise) against float64",
         "",

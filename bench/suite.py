@@ -184,7 +184,7 @@ def _cupy(w: Workload, ins):
 
 def _sync() -> Callable:
     """What waits for the device: kernels on `cuda` are asynchronous."""
-    from tracer.runtime import backend
+    from tracer.engine import backend
     if backend() != "cuda":
         return lambda: None
     from numba import cuda
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import tracer
     from bench.bench_foundation import machine_info
-    from tracer.runtime import backend
+    from tracer.engine import backend
     n = max(1, int(2**28 * args.scale))  # 1 GiB of float32 at scale 1
     if backend() == "cuda":
         copy_s, copy_gbs = device_copy_reference(4 * n, args.repeat)

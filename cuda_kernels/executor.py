@@ -1,4 +1,6 @@
-"""Lower an optimized graph to a program of steps (kernels, views, library calls), and run it."""
+"""Lower an optimized graph to a program of steps (kernels, views, library calls), compile its
+kernels, and run it. Lowering plans (kernel objects, memory); `compile` starts the kernels'
+compiles; `run` executes."""
 from __future__ import annotations
 
 import time
@@ -38,6 +40,7 @@ class Program:
     fills: dict[int, object] = field(default_factory=dict)  # fusions that only fill a constant
     dead_after: list = field(default_factory=list)  # per position: values no later node reads
     freed_after: list = field(default_factory=list)  # per position: storages that die there
+    compiled: bool = False  # compile() started its kernels' compiles
 
     @property
     def storage_roots(self) -> set[int]:
@@ -64,7 +67,10 @@ def _flat(n: Node) -> bool:
         all(_contiguous_producer(i) for i in n.inputs)
 
 
-def lower(roots: list[Node], backend: str) -> Program:
+def lower(roots: list[Node], backend: str, memory=None) -> Program:
+    """Plan the program: its steps, kernel objects (generated source, no compile started) and
+    memory. `memory`: buffer assignment's plan of these roots (peak, copied, inplace,
+    freed_after), so liveness is not built again; None builds it here."""
     order = toposort(roots)
     interpreted, consts_of = [], {}
     fills: dict[int, object] = {}
@@ -82,11 +88,23 @@ def lower(roots: list[Node], backend: str) -> Program:
             interpreted.append(n.op)
     kernels = get_kernels(requests, backends.get(backend)) if requests else []
     kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
-    be = backends.get(backend)
-    be.prepare([(n, k, consts_of[id(n)]) for n, k in zip(fusions, kernels)])
-    peak, copied, inplace, freed = plan_memory(roots, order)
+    if memory is None:
+        peak, copied, inplace, freed = plan_memory(roots, order)
+    else:
+        peak, copied, inplace, freed = (memory.peak, memory.copied, set(memory.inplace),
+                                        memory.freed_after)
     return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
                    consts_of, inplace, fills, _dead_after(order, roots), freed)
+
+
+def compile(program: Program) -> None:
+    """Start compiling the program's kernels (in the background where the backend can)."""
+    if program.compiled:
+        return
+    program.compiled = True
+    backends.get(program.backend).prepare(
+        [(n, k, program.consts_of[id(n)]) for n in program.order
+         if (k := program.kernel_of.get(id(n))) is not None])
 
 
 def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:

@@ -3,11 +3,38 @@ operand's buffer in place (`inplace` attribute), and each elementwise fusion tha
 result over a param that dies there (`reuse` = the param's index); the rules are
 ir/liveness.py's. Reshapes and other views already alias their input. A backend that cannot
 update in place ignores the marks and copies, and the executor counts those bytes
-(`explain(...).bytes_copied`)."""
+(`explain(...).bytes_copied`).
+
+Its liveness of the final graph is kept (`memory_plan`), so lowering plans memory from it
+instead of building liveness a second time."""
 from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
 
 from tracer.ir import Node, make, toposort
 from tracer.ir.liveness import Storage
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """What lowering needs of the final graph's liveness, by node id (no node is held: the
+    table below is weak): planned peak, bytes updates copy, the updates in place, and per
+    position of toposort(roots) the storages that die there."""
+    roots: tuple[int, ...]
+    peak: int
+    copied: int
+    inplace: frozenset
+    freed_after: list
+
+
+_PLANS: "weakref.WeakKeyDictionary[Node, MemoryPlan]" = weakref.WeakKeyDictionary()
+
+
+def memory_plan(roots: list[Node]) -> MemoryPlan | None:
+    """The memory plan buffer assignment made for exactly these roots, if it ran on them."""
+    got = _PLANS.get(roots[0]) if roots else None
+    return got if got is not None and got.roots == tuple(id(r) for r in roots) else None
 
 
 def buffer_assignment(roots: list[Node]) -> list[Node]:
@@ -18,7 +45,8 @@ def buffer_assignment(roots: list[Node]) -> list[Node]:
         reuse[id(n)] = k
         return True
 
-    inplace, _ = Storage(order, roots).walk_updates(lambda n: True, take)
+    st = Storage(order, roots)
+    inplace, copied = st.walk_updates(lambda n: True, take)
     new: dict[int, Node] = {}
     for n in order:
         ins = tuple(new[id(i)] for i in n.inputs)
@@ -31,4 +59,9 @@ def buffer_assignment(roots: list[Node]) -> list[Node]:
             new[id(n)] = make(n.op, ins, n.shape, n.dtype, attrs)
         else:
             new[id(n)] = n
-    return [new[id(r)] for r in roots]
+    out = [new[id(r)] for r in roots]
+    if out:  # the rebuilt graph has the same toposort order: positions carry over
+        _PLANS[out[0]] = MemoryPlan(tuple(id(r) for r in out), st.peak(), copied,
+                                    frozenset(id(new[i]) for i in inplace),
+                                    [[id(new[s]) for s in at] for at in st.freed_after()])
+    return out

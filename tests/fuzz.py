@@ -535,7 +535,7 @@ def _exc(e):
 
 def _compare_pool(levels, nns, tns, i):
     import tracer
-    from tracer.runtime import foreign
+    from tracer.fallback import foreign
     for name in sorted(k for k in nns if k.startswith("v") and k[1:].isdigit()):
         if name not in tns:
             return Result("mismatch", i, f"{name}: missing in tracer")

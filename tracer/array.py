@@ -7,10 +7,11 @@ an update of the base (functionalization), so every view of the same base sees t
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import os
-import threading
+import time
 import weakref
 from fractions import Fraction
 from typing import Any
@@ -19,15 +20,10 @@ import numpy as np
 
 from tracer.cuda_kernels import snapshot
 from tracer.ir import Node
-from tracer.ir.config import CONFIG
-from tracer.ir.registry import py_slice
+from tracer.ir.stats import STATS
 from . import debug
 from . import graph as G
-
-_PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
-_pending_nodes = 0
-LOCK = threading.RLock()  # the Var store and the pending set; an evaluation holds it throughout
-
+from .store import Var, evaluate_vars, to_numpy
 
 _depth = [0]
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
@@ -50,9 +46,6 @@ def _trim_numpy_tail(tb) -> None:
 def traced(fn):
     """Adds the time spent recording to stats().trace_s (outermost call only), and ends the
     traceback of an error raised while recording in tracer's frames, not NumPy's."""
-    import functools
-    import time as _time
-    from tracer.ir.stats import STATS
 
     name = fn.__name__
 
@@ -61,7 +54,7 @@ def traced(fn):
         if _depth[0]:
             return fn(*args, **kwargs)
         _depth[0] = 1
-        t0 = _time.perf_counter()
+        t0 = time.perf_counter()
         debug.CURRENT[0] = debug.caller_site(name)
         try:
             return fn(*args, **kwargs)
@@ -71,58 +64,8 @@ def traced(fn):
         finally:
             _depth[0] = 0
             debug.CURRENT[0] = None
-            STATS.trace_s += _time.perf_counter() - t0
+            STATS.trace_s += time.perf_counter() - t0
     return wrapper
-
-
-class Var:
-    """A base buffer: its current value as a node. Writes replace `node` and bump `version`."""
-
-    __slots__ = ("node", "version", "owner", "__weakref__")
-
-    def __init__(self, node: Node):
-        if node.op != "input":
-            node = debug.recorded(node)
-        self.node = node
-        self.owner = None  # the array that owns this buffer (weak): views' `.base`
-        self.version = 0
-        if node.op != "input":
-            _note_pending(self)
-
-    def assign(self, node: Node) -> None:
-        if node.op != "input":
-            node = debug.recorded(node)
-        with LOCK:
-            self.node = node
-            self.version += 1
-            if node.op != "input":
-                _note_pending(self)
-
-
-def _note_pending(v: Var) -> None:
-    global _pending_nodes
-    with LOCK:
-        _PENDING.add(v)
-        _pending_nodes += 1
-        if _pending_nodes > CONFIG.flush_nodes:
-            flush()
-
-
-def flush() -> None:
-    """Evaluate every pending base, so a long loop never grows the graph without bound."""
-    global _pending_nodes
-    from .runtime import evaluate_vars
-    with LOCK:
-        _pending_nodes = 0
-        live = [v for v in list(_PENDING) if v.node.op != "input"]
-        _PENDING.clear()
-        if live:
-            evaluate_vars(live, strict=False)  # a failed value keeps its error until read
-
-
-def pending_vars() -> list[Var]:
-    with LOCK:
-        return [v for v in list(_PENDING) if v.node.op != "input"]
 
 
 def c_strides(shape) -> tuple[int, ...]:
@@ -249,30 +192,6 @@ def bitcast(node: Node, dtype: np.dtype) -> Node:
     if node.dtype == dtype:
         return node
     return G._typed("bitcast", (node,), (("dtype", dtype.str), ("src", node.dtype.str)))
-
-
-def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
-    if kind == "slice":
-        return a[tuple(py_slice(*s) for s in arg)]
-    if kind == "transpose":
-        return a.transpose(arg)
-    if kind == "reshape":
-        return a.reshape(arg)
-    if kind == "broadcast":
-        return np.broadcast_to(a, arg)
-    if kind == "bitcast":
-        try:
-            return a.view(arg)
-        except ValueError:  # a base laid out otherwise than the view assumed: the same values
-            return np.ascontiguousarray(a).view(arg)
-    raise AssertionError(kind)
-
-
-def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
-    """NumPy's view of `a` (the base's value) that a lazy view's steps describe."""
-    for kind, arg in steps:
-        a = apply_step_numpy(a, kind, arg)
-    return a
 
 
 def write_through(base: Node, steps: tuple, region: Node) -> Node:
@@ -490,7 +409,6 @@ class ndarray:
 
     # ---- evaluation
     def __array__(self, dtype=None, copy=None):
-        from .runtime import to_numpy
         a = to_numpy(self)
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
@@ -688,3 +606,7 @@ def asarray_node(x: Any) -> Node:
     return G.leaf(a)
 
 
+def evaluate(*arrays):
+    """Compute these arrays together as one graph; returns them (now realized)."""
+    evaluate_vars([a._var for a in arrays if isinstance(a, ndarray)])
+    return arrays[0] if len(arrays) == 1 else arrays

@@ -20,6 +20,7 @@ import numpy as np
 
 from tracer import cuda_kernels
 from tracer.ir import Buffer, make, toposort
+from tracer.ir.config import CONFIG
 from tracer.ir.liveness import VIEW_OPS
 from tracer.ir.stats import STATS
 from tracer.cuda_kernels import backends, tiled
@@ -94,8 +95,7 @@ class memory_budget:
     force."""
 
     def __init__(self, limit, split_size=None):
-        from .runtime import backend
-        limit = parse_size(limit, backend())
+        limit = parse_size(limit, cuda_kernels.default_backend(CONFIG.backend))
         split = limit // 4 if split_size is None else parse_size(split_size)
         self.budget = Budget(limit, max(1, split))
 
@@ -138,13 +138,14 @@ def need_bytes(program) -> int:
     return program.peak_bytes + _result_bytes(program)
 
 
-def run(roots, program, bind, budget: Budget, be: str, execute) -> list:
+def run(roots, program, bind, budget: Budget, be: str, execute, plan) -> list:
     """Evaluate a planned program within the budget: whole where what it allocates fits, split
     (run_split) where not. The tiered path (cuda_kernels/tiled.py) may use what the plan
-    leaves of the budget."""
+    leaves of the budget. The engine's `execute(roots)` evaluates a graph and `plan(roots,
+    be)` plans one (nothing compiled or run)."""
     need = need_bytes(program)
     if need > budget.limit:
-        return run_split(roots, program, budget, be, execute)
+        return run_split(roots, program, budget, be, execute, plan)
     meter = PeakMeter()
     with tiled.room(budget.limit - need), _no_idle_blocks(be):
         bufs = cuda_kernels.run(program, bind, meter)
@@ -203,10 +204,9 @@ def _made(program) -> list:
     return [n for n in program.order if n.op not in ("input", "const", "output") + VIEW_OPS]
 
 
-def _need(g, be) -> int:
+def _need(g, be, plan) -> int:
     """What evaluating graph g allocates at most (nothing is allocated to find out)."""
-    from . import plans
-    return need_bytes(plans.plan(g, be)[0])
+    return need_bytes(plan(g, be))
 
 
 def _leaf_of(n, value):
@@ -245,7 +245,7 @@ class _Stages:
         return max(self.pre_need, self.held + chunk_need, self.held + self.post_need)
 
 
-def _stages(roots, split, be) -> _Stages:
+def _stages(roots, split, be, plan) -> _Stages:
     deps = [(r, a) for r, a in zip(roots, split.root_axes) if isinstance(a, int)]
     cuts = [c for c, _ in split.cuts.values()]
     post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
@@ -255,21 +255,21 @@ def _stages(roots, split, be) -> _Stages:
     pre = list({id(n): n for n in pre}.values())
     held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts) + \
         sum(r.nbytes for r, _ in deps)
-    pre_need = _need(pre, be) if pre else 0
+    pre_need = _need(pre, be, plan) if pre else 0
     post_need = 0
     if post:
         stand = {id(n): _stand_in(n) for n in pre + cuts}
         post_need = _need(splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None,
-                                               stand), be)
+                                               stand), be, plan)
     return _Stages(split, deps, cuts, pre, post, held, pre_need, post_need)
 
 
-def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be) -> tuple[int, int]:
+def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tuple[int, int]:
     """(rows, need): the most rows a chunk may have whose need fits beside what is held, or
     raise MemoryBudgetError naming the smallest budget that works."""
     stand = {id(n): _stand_in(n) for n in st.pre}
     split, n_rows = st.split, st.split.rows
-    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be)  # noqa: E731
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan)  # noqa: E731
     # start from chunks whose biggest value is about split_size (the big values grow with the
     # rows), then shrink until the chunk's plan fits beside what is held
     biggest = max([n.nbytes for n in _made(program)] + [1])
@@ -294,7 +294,7 @@ def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be) -> tuple[int
     raise over_budget(program, budget, why, smallest)
 
 
-def run_split(roots, program, budget: Budget, be: str, execute) -> list:
+def run_split(roots, program, budget: Budget, be: str, execute, plan) -> list:
     """Evaluate roots within the budget by splitting (opt/splitter.py), or raise
     MemoryBudgetError before anything is allocated. `execute(roots)` evaluates a graph.
 
@@ -307,11 +307,11 @@ def run_split(roots, program, budget: Budget, be: str, execute) -> list:
     if split is None:
         raise over_budget(program, budget, "no input or value has rows that every output "
                           "follows, so it cannot be split", need_bytes(program))
-    st = _stages(roots, split, be)
+    st = _stages(roots, split, be, plan)
     stand = {id(n): _stand_in(n) for n in st.pre}
     source = split.source.attr("buf").value if split.source.op == "input" else \
         stand[id(split.source)].attr("buf").value
-    rows, need = _chunk_rows(st, program, budget, _rows_of(source, split.axis), be)
+    rows, need = _chunk_rows(st, program, budget, _rows_of(source, split.axis), be, plan)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:

@@ -24,12 +24,13 @@ from . import functions as F
 from . import graph as G
 from .array import c_strides, ndarray, proxy, traced
 from .functions import _lazy
+from .fallback import fallback_call
 from .gather import scatter
-from .indexing import assign_full, setitem
+from .indexing import setitem
 from .reductions import _finish
-from .runtime import fallback_call
 from .shaping import along_axis_key
-from .ufuncs import apply_ufunc, known_values
+from .ufuncs import apply_ufunc
+from .write import assign_full, known_values
 
 
 # ------------------------------------------------------------------ block

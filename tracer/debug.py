@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from tracer.ir import Node, toposort
+from tracer import cuda_kernels
+from tracer.ir import Node, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
+from tracer.ir.node import users
+from . import graph as G
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OUR_DIRS = tuple(os.path.join(_PKG_DIR, d) + os.sep for d in ("tracer", "ir", "opt", "cuda_kernels"))
@@ -103,7 +106,6 @@ def recorded(node: Node) -> Node:
 
 def host_value(n: Node):
     """A leaf's value on the host."""
-    from tracer import cuda_kernels
     return cuda_kernels.to_host(n.attr("buf"))
 
 
@@ -122,7 +124,6 @@ def _nonfinite(x) -> str | None:
 def run_now(node: Node, site: Site | None) -> Node:
     """Compute `node` with NumPy at once (its inputs are leaves or nodes of the same call), under
     the caller's error state; NumPy's warnings are re-issued at the user's line."""
-    from . import graph as G
     vals: dict[int, Any] = {}
     state = np.geterr()
     for n in toposort([node]):
@@ -175,7 +176,6 @@ def _raise_made(n: Node, kind: str, site: Site | None) -> None:
 def site_of(n: Node, order: list[Node]) -> Site | None:
     """n's own call site, else that of the nearest node reading it (n was built inside one
     user call, as part of its result)."""
-    from tracer.ir.node import users
     site = SITES.get(n)
     if site is not None:
         return site
@@ -245,6 +245,25 @@ def failed_op(exc: BaseException) -> Node | None:
     """The op locate_error found raising exc (None when the replay did not raise it)."""
     ref = getattr(exc, "tracer_op", None)
     return ref() if ref is not None else None
+
+
+def nonfinite(values) -> bool:
+    """Whether any of the values holds NaN or inf."""
+    return any(_nonfinite(v) for v in values)
+
+
+def rebind(roots: list[Node], leaves: list[Node], new_leaves: list[Node]) -> list[Node]:
+    """The graph with each of `leaves` replaced by the matching new leaf; the call sites stay
+    with the rebuilt nodes (a jit replay locates its errors on it)."""
+    new: dict[int, Node] = {id(leaf): n for leaf, n in zip(leaves, new_leaves)}
+    for n in toposort(roots):
+        if id(n) not in new:
+            new[id(n)] = make(n.op, tuple(new[id(i)] for i in n.inputs), n.shape, n.dtype,
+                              n.attrs)
+        site = SITES.get(n)
+        if site is not None:
+            SITES.setdefault(new[id(n)], site)
+    return [new[id(r)] for r in roots]
 
 
 def check_outputs(roots: list[Node], values: list) -> None:

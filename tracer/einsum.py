@@ -23,8 +23,9 @@ import numpy as np
 from . import functions as F
 from . import reductions as R
 from .array import ndarray, nocopy_reshape, proxy, traced
+from .fallback import fallback_call
 from .indexing import setitem
-from .runtime import fallback_call, to_numpy
+from .store import to_numpy
 from .ufuncs import apply_ufunc
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # NumPy's sublist labels 0..51

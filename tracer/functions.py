@@ -10,10 +10,13 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from tracer.cuda_kernels import snapshot
 
 from . import graph as G
-from .array import (Var, ndarray, apply_view_numpy, asarray_node, laid_out, proxy, shape_str,
-                    traced)
+from .array import ndarray, asarray_node, laid_out, proxy, shape_str, traced
+from .fallback import FOREIGN_KINDS, fallback_call
 from .indexing import basic_view
-from .ufuncs import Operand, apply_ufunc, resolve
+from .reductions import _finish
+from .store import Var, apply_view_numpy, to_numpy
+from .ufuncs import Operand, apply_ufunc, broadcast_shapes, resolve
+from .write import host_values, known_values
 
 
 def _lazy(a) -> ndarray:
@@ -35,7 +38,6 @@ def _shape(shape) -> tuple[int, ...]:
 
 # strings, bytes, objects, records, dates: tracer does not record them; `np.array` of such
 # data is a NumPy array, and NumPy's functions run on it
-FOREIGN_KINDS = "OSUVMm"
 
 
 def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
@@ -86,7 +88,7 @@ def _from_host(obj, dtype, copy, order, subok, ndmin):
     """np.array of host data: a lazy leaf holding a copy, or NumPy's own array where tracer does
     not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
     copy=False forbids the copy a lazy leaf is."""
-    obj = _host(obj)
+    obj = host_values(obj)
     by_numpy = copy is False or isinstance(obj, np.ndarray) and (
         obj.dtype.kind in FOREIGN_KINDS or subok and type(obj) is not np.ndarray)
     if by_numpy:  # NumPy's own array, aliasing and errors (copy=False where a copy is needed)
@@ -100,15 +102,6 @@ def _from_host(obj, dtype, copy, order, subok, ndmin):
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
     out._arr0 = True
     return out
-
-
-def _host(obj):
-    if isinstance(obj, (list, tuple)):
-        items = [_host(o) for o in obj]  # a namedtuple takes its fields one by one
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    if isinstance(obj, ndarray):
-        return np.asarray(obj)
-    return obj
 
 
 # creations at least this big ask the OS whether NumPy could allocate them (see _check_size)
@@ -192,7 +185,7 @@ def arange(*args, dtype=None, device=None, like=None, **kw):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
-    r = np.linspace(_host(start), _host(stop), num, endpoint, retstep, dtype, axis)
+    r = np.linspace(host_values(start), host_values(stop), num, endpoint, retstep, dtype, axis)
     if retstep:
         return ndarray(Var(G.leaf(r[0]))), r[1]
     return ndarray(Var(G.leaf(r)))
@@ -346,7 +339,6 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     node = nodes[0] if len(nodes) == 1 else G.concatenate(nodes, ax)
     res = ndarray._from_node(node)
     if out is not None:
-        from .reductions import _finish
         return _finish(res, out)
     return res
 
@@ -379,8 +371,7 @@ def nonzero(a):
     """The indices of nonzero elements. How many there are depends on the data: `a` is
     evaluated, and the index arrays come back as realized lazy arrays that later work reads
     lazily."""
-    from .runtime import to_numpy
-    host = to_numpy(a) if isinstance(a, ndarray) else np.asarray(_host(a))
+    host = to_numpy(a) if isinstance(a, ndarray) else np.asarray(host_values(a))
     if host.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar)"
                          ".nonzero() instead. If the context of this error is of the form "
@@ -391,8 +382,7 @@ def nonzero(a):
 
 def argwhere(a):
     """np.argwhere: like nonzero, evaluates `a` (its result's length depends on the data)."""
-    from .runtime import to_numpy
-    host = to_numpy(a) if isinstance(a, ndarray) else np.asarray(_host(a))
+    host = to_numpy(a) if isinstance(a, ndarray) else np.asarray(host_values(a))
     return ndarray._from_node(G.leaf(np.argwhere(host)))
 
 
@@ -401,7 +391,6 @@ def where(condition, x=None, y=None):
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
-    from .ufuncs import Operand, broadcast_shapes
     ops = [Operand(condition), Operand(x), Operand(y)]
     keys = [o.resolve_key() for o in ops[1:]]
     dt = np.result_type(*[k if isinstance(k, np.dtype) else o.weak for k, o in zip(keys, ops[1:])])
@@ -453,7 +442,6 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
         if isinstance(r, ndarray):  # a ufunc's 0-d result is a scalar (where's is an array)
             r._arr0 = False
     if out is not None:
-        from .reductions import _finish
         return _finish(r, out)
     return r
 
@@ -465,7 +453,6 @@ def _clip_both(r, lo, hi):
     maximum/minimum pick by other rules on ties, so the choice is written out."""
     dt = resolve(np._core.umath.clip, [Operand(r), Operand(lo), Operand(hi)])[-1]
     if dt.kind == "c":  # its lexicographic order with NaNs is no NumPy comparison
-        from .runtime import fallback_call
         return fallback_call("clip", np.clip, (r, lo, hi), {})
     if dt.kind != "f":
         return apply_ufunc(np.minimum, (apply_ufunc(np.maximum, (r, lo), dtype=dt), hi),
@@ -479,7 +466,6 @@ def _clip_both(r, lo, hi):
 def _clip_side(x, bound, keep_x: bool, beyond, beyond_or_tie):
     """x past `bound` (or tied with it, where the loop takes the bound) becomes the bound; a
     NaN x stays, a NaN bound wins. A bound known not to be NaN needs no check for it."""
-    from .ufuncs import known_values
     if keep_x:
         past = apply_ufunc(beyond, (x, bound))
     else:
@@ -532,7 +518,6 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kw):
     res = ndarray._from_node(G.cast(node, dts[2]))
     res = res.reshape(shape) if shape != res.shape else res
     if out is not None:
-        from .reductions import _finish
         return _finish(res, out)
     return res
 
@@ -547,7 +532,6 @@ def dot(a, b, out=None):
                          f"{a.shape[-1]} (dim {a.ndim - 1}) != {b.shape[kb]} (dim {kb})")
     if b.ndim <= 2:
         return matmul(a, b, out=out)
-    from .runtime import fallback_call
     return fallback_call("dot", np.dot, (a, b), {} if out is None else {"out": out})
 
 

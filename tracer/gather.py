@@ -20,8 +20,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tracer.ir.registry import OPS
 from . import graph as G
 from .array import asarray_node, ndarray, proxy, shape_str, traced
+from .fallback import fallback_call
+from .store import to_numpy
+from .write import assign_full, known_values, value_node
 
 _SKIP = object()
 
@@ -44,7 +48,6 @@ def _expand(key: tuple, ndim: int) -> list | None:
     """[(entry, key position)]: Ellipsis expanded to slices (at its own position: it separates
     advanced indices even when it stands for no axis, as in NumPy), trailing slices added,
     masks as ("mask", host array). None when the key is left to the fallback."""
-    from .runtime import to_numpy
     out = [_entry(k) for k in key]
     if any(k is _SKIP for k in out) or sum(1 for k in out if k is Ellipsis) > 1 or \
             any(_is_mask(k) and k.ndim == 0 for k in out):
@@ -68,7 +71,6 @@ def _expand(key: tuple, ndim: int) -> list | None:
 
 def _known(k):
     """A lazy index array's values where they are already known, else the array itself."""
-    from .ufuncs import known_values
     v = known_values(k._node) if isinstance(k, ndarray) else None
     return k if v is None else v
 
@@ -174,7 +176,6 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
     write of a `scatter` node through a's view. False for keys left to the fallback. The
     value keeps its dtype (NumPy casts it in the scatter); a Python scalar is first given the
     dtype NumPy's loop reads it in."""
-    from .indexing import _value_node, assign_full
     r = _resolve(a, key)
     if r is None:
         return False
@@ -197,7 +198,7 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
         target = G._typed("gather", (r.x._node, *r.nodes), r.attrs)
         if target.shape != r.shape:  # None axes of the key
             target = G.reshape(target, r.shape)
-        v = _value_node(value, ndarray._from_node(target))
+        v = value_node(value, ndarray._from_node(target))
     else:
         v = value._node if isinstance(value, ndarray) else asarray_node(value)
         while v.ndim > len(r.shape):
@@ -219,7 +220,6 @@ def _check_mask_value(a: ndarray, key: tuple, vndim: int) -> None:
 
 
 def _gather_shape(r: _Indexed) -> tuple:
-    from tracer.ir.registry import OPS
     return OPS["gather"].shape_rule([r.x.shape] + [n.shape for n in r.nodes], dict(r.attrs))
 
 
@@ -244,3 +244,11 @@ def ufunc_at(uf: np.ufunc, a, indices, b) -> bool:
     if not a._view.writeable:
         raise ValueError("output array is read-only")
     return scatter(a, key, b, uf.__name__)
+
+
+def ufunc_at_or_numpy(uf: np.ufunc, a, indices, b=None) -> None:
+    """NumPy's unbuffered in-place `uf.at(a, indices, b)`: lazy (a scatter) where ufunc_at
+    can, otherwise NumPy runs it (a counted fallback)."""
+    if not ufunc_at(uf, a, indices, b):
+        args = (a, indices) if b is None else (a, indices, b)
+        fallback_call(f"{uf.__name__}.at", uf.at, args, {})

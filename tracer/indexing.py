@@ -1,4 +1,5 @@
-"""Basic indexing (ints, slices, None, Ellipsis) as views, and writes through views.
+"""Basic indexing (ints, slices, None, Ellipsis) as views, and `a[key] = v` (written through
+the write primitive, write.py).
 
 Reads and writes with integer arrays or masks are lazy gathers and scatters (gather.py); the
 keys that module leaves (a scalar bool index) evaluate, run NumPy, and count as a fallback.
@@ -7,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Node
 from . import graph as G
+from .array import ndarray, nocopy_reshape, proxy, stands_for_scalar, traced
+from .fallback import count_fallback, fallback_call
 from .gather import gather, scatter
-from .array import (ndarray, proxy, shape_str, nocopy_reshape, write_through, asarray_node,
-                    apply_view_numpy, stands_for_scalar, traced)
+from .store import apply_view_numpy, to_numpy
+from .write import assign_full, value_node
 
 
 def _is_basic(key: tuple) -> bool:
@@ -101,103 +103,7 @@ def getitem(a: ndarray, key):
     out = gather(a, key)
     if out is not None:
         return out
-    from .runtime import fallback_call
     return fallback_call("ndarray.__getitem__", lambda x, k: x[k], (a, key), {})
-
-
-def _value_node(value, target: ndarray, scalar: bool = False) -> Node:
-    """The node written into `target`. `scalar`: the key picked one element (a[1, 2] = v), where
-    NumPy converts v as a single element and refuses any sequence."""
-    if scalar and isinstance(value, ndarray):
-        node = _element_node(value, target.dtype)
-    elif scalar and isinstance(value, np.ndarray) and value.ndim > 0:
-        one = np.zeros((), target.dtype)
-        one[()] = value  # NumPy's own errors for a sequence into one element
-        node = asarray_node(one)
-    elif isinstance(value, ndarray):
-        node = value._node
-    elif isinstance(value, np.ndarray) and value.dtype.kind in "OSUVMm":
-        arr = np.empty(value.shape, target.dtype)
-        if target.size:  # objects, strings, dates: NumPy's own conversion and errors
-            arr[...] = value
-        node = asarray_node(arr)
-    elif isinstance(value, np.ndarray) or isinstance(value, np.generic) and not scalar:
-        node = asarray_node(value)
-    elif scalar:
-        one = np.zeros((), target.dtype)
-        one[()] = value  # NumPy's own conversion and errors (OverflowError, NaN to int, ...)
-        node = asarray_node(one)
-    else:
-        from .functions import _host
-        arr = np.array(_host(value), dtype=target.dtype)  # Python values convert to the target
-        if arr.ndim > target.ndim:
-            raise ValueError("setting an array element with a sequence. The requested array "
-                             f"would exceed the maximum number of dimension of {target.ndim}.")
-        node = asarray_node(arr)
-    with np.errstate(all="ignore"):
-        node = G.cast(node, target.dtype)
-    while node.ndim > target.ndim and node.shape[0] == 1:
-        node = G.reshape(node, node.shape[1:])
-    try:
-        shape = np.broadcast_shapes(node.shape, target.shape)
-    except ValueError:
-        shape = None
-    if shape is None or tuple(shape) != target.shape:
-        raise ValueError(f"could not broadcast input array from shape {shape_str(node.shape)} "
-                         f"into shape {shape_str(target.shape)}")
-    return G.broadcast(node, target.shape)
-
-
-def _element_node(value: ndarray, dtype: np.dtype) -> Node:
-    """A lazy value written as one element: NumPy's scalar setitem (a NumPy scalar checks its
-    value: OverflowError, NaN to int; a 0-d array casts; a sequence raises by shape and dtype).
-    Where the value is known now (small, from host data or constants), or is a computed
-    scalar whose conversion to an integer can fail, NumPy converts it here (the latter
-    evaluates); any other computed value is cast as NumPy's array cast, with NumPy's value."""
-    host = _known_small(value._node)
-    if host is None and stands_for_scalar(value) and dtype.kind in "iu" and \
-            not np.can_cast(value.dtype, dtype, "safe"):
-        host = value.__array__()  # NumPy checks a scalar's value here (NaN, out of range)
-    # an unknown value: its shape and dtype alone decide NumPy's errors for a sequence
-    probe = np.broadcast_to(np.zeros((), value.dtype), value.shape) if host is None else host
-    one = np.zeros((), dtype)
-    one[()] = probe[()] if stands_for_scalar(value) else probe
-    if host is not None:
-        return asarray_node(one)
-    node = value._node
-    return node if node.ndim == 0 else G.reshape(node, ())
-
-
-_KNOWN_OPS = 8  # a longer computation is not worth running twice
-
-
-def _known_small(node: Node) -> np.ndarray | None:
-    """The values of a small elementwise computation on known data (host leaves, constants),
-    run with NumPy now; None for anything else (a write in a loop stays lazy)."""
-    from tracer.ir.interp import run_graph
-    from tracer.ir.registry import OPS, Kind
-    from .ufuncs import known_values
-    if node.size > 1:
-        return None
-    seen, todo = set(), [node]
-    while todo:  # bounded: never walks a long history of writes
-        n = todo.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if len(seen) > _KNOWN_OPS or not n.inputs and known_values(n) is None or \
-                n.inputs and OPS[n.op].kind not in (Kind.ELEMENTWISE, Kind.MOVEMENT):
-            return None
-        todo += n.inputs
-    return run_graph([node], leaf=known_values)[0]
-
-
-def assign_full(target: ndarray, value: Node) -> None:
-    """Replace all of `target` (a view of its base) with `value`, which has target's shape."""
-    if not target._view.writeable:
-        raise ValueError("assignment destination is read-only")
-    var = target._var
-    var.assign(write_through(var.node, target._view.steps, value))
 
 
 @traced
@@ -210,12 +116,11 @@ def setitem(a: ndarray, key, value) -> None:
         # a NumPy scalar converts as one element, as a Python value does (OverflowError)
         element = _is_scalar_key(a, key) or isinstance(value, np.generic) or \
             isinstance(value, ndarray) and stands_for_scalar(value)
-        assign_full(target, _value_node(value, target, element))
+        assign_full(target, value_node(value, target, element))
         return
     _check_key(a, key)
     if scatter(a, key, value):
         return
-    from .runtime import count_fallback, to_numpy
     count_fallback("ndarray.__setitem__")
     var = a._var
     base = np.array(to_numpy(ndarray(var)), copy=True)

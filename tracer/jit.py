@@ -3,7 +3,9 @@
 The first call with a signature (for each array argument: type, shape, dtype, layout; other
 arguments by value) runs f on lazy arguments and plans the graph it returns, as an evaluation
 would. Later calls with that signature skip f, tracing, the optimizer and lowering: the new
-arguments' buffers are bound to the plan's slots and its kernels run.
+arguments' buffers are bound to the plan's slots and its kernels run (a small graph, which
+an evaluation would run by NumPy op by op, replays that way). Replays run through the engine,
+so an error is raised at the user's line and TRACER_CHECK_NANS applies, as in an evaluation.
 
 As with jax.jit, what f reads besides its arguments (globals, closures, NumPy arrays it makes)
 is frozen at the first call. f runs un-jitted on every call where replay cannot stand for
@@ -17,14 +19,12 @@ import functools
 
 import numpy as np
 
-from tracer import cuda_kernels
-from tracer.ir import Buffer, make
+from tracer.ir import Buffer, Slot, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
-from . import plans
-from .array import Var, ndarray
-from . import budget
-from .runtime import backend, evaluate, evaluate_vars
+from . import budget, debug, engine
+from .array import evaluate, ndarray
+from .store import Var, evaluate_vars
 
 _RETRACE = object()  # this signature is not replayable: call f as it is
 
@@ -53,10 +53,14 @@ def _buffer(a):
 
 
 class _Replay:
-    __slots__ = ("program", "feeds", "outs", "single")
+    """A replayable trace: the plan (None: run by NumPy op by op, a small graph), where each slot's buffer comes from, the outputs' types,
+    and the traced graph over the plan's slot leaves (its call sites kept), on which an error
+    of a replay is located as evaluate locates it."""
+    __slots__ = ("program", "feeds", "outs", "single", "graph", "slots")
 
-    def __init__(self, program, feeds, outs, single):
+    def __init__(self, program, feeds, outs, single, graph, slots):
         self.program, self.feeds, self.outs, self.single = program, feeds, outs, single
+        self.graph, self.slots = graph, slots
 
 
 class jit:
@@ -72,7 +76,8 @@ class jit:
             out = self.f(*args)
             evaluate(*(out if isinstance(out, (tuple, list)) else (out,)))
             return out
-        key = (tuple(_sig_of(a) for a in args), backend(), CONFIG.disable_passes)
+        key = (tuple(_sig_of(a) for a in args), engine.backend(), CONFIG.disable_passes,
+               CONFIG.small_graph)
         entry = self._plans.get(key)
         if entry is None:
             entry, result = self._trace(args)
@@ -97,14 +102,21 @@ class jit:
                 not all(isinstance(o, ndarray) for o in outs):
             return _RETRACE, out  # a value was needed, or f returned something else
         roots = [o._node for o in outs]
-        found = plans.lookup(roots, backend())
-        if found is None:  # an attribute that cannot key a plan
-            return _RETRACE, out
-        plan, _, graph_leaves = found
+        if all(engine.small_roots(roots)):  # replays run by NumPy op by op, as evaluate's would
+            program, graph_leaves = None, [n for n in toposort(roots) if n.op == "input"]
+            slots = [make("input", (), g.shape, g.dtype, (("buf", Slot(True)),))
+                     for g in graph_leaves]
+        else:
+            found = engine.lookup(roots, engine.backend())
+            if found is None:  # an attribute that cannot key a plan
+                return _RETRACE, out
+            plan, _, graph_leaves = found
+            program, slots = plan.program, plan.slots
         arg_of = {id(leaf): k for k, leaf in enumerate(leaves) if leaf is not None}
         # a slot reads an argument, or a buffer f captured (frozen, as jax.jit freezes it)
-        feeds = [(s, arg_of.get(id(g)), g.attr("buf")) for s, g in zip(plan.slots, graph_leaves)]
-        entry = _Replay(plan.program, feeds, [(o.shape, o.dtype) for o in outs], single)
+        feeds = [(s, arg_of.get(id(g)), g.attr("buf")) for s, g in zip(slots, graph_leaves)]
+        graph = debug.rebind(roots, graph_leaves, slots)
+        entry = _Replay(program, feeds, [(o.shape, o.dtype) for o in outs], single, graph, slots)
         return entry, self._run(entry, bufs)
 
     def _replay(self, entry: _Replay, args):
@@ -116,7 +128,11 @@ class jit:
     def _run(entry: _Replay, bufs):
         STATS.evaluations += 1
         bind = {id(s): (bufs[k] if k is not None else own) for s, k, own in entry.feeds}
-        res = cuda_kernels.run(entry.program, bind)
+        def graph():  # the traced graph over this call's buffers
+            return debug.rebind(entry.graph, entry.slots, [
+                make("input", (), s.shape, s.dtype, (("buf", bind[id(s)]),)) for s in entry.slots])
+        res = engine.interpret(graph()) if entry.program is None else \
+            engine.run(entry.program, bind, graph)
         outs = [ndarray(Var(make("input", (), shape, dtype, (("buf", b),))))
                 for (shape, dtype), b in zip(entry.outs, res)]
         return outs[0] if entry.single else tuple(outs)

@@ -1,4 +1,5 @@
-"""Operators and methods of the lazy array, each a line that records through tracer.numpy."""
+"""Operators and methods of the lazy array, each a line that records through the lazy
+functions; `install` puts them on the class."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,11 +7,15 @@ import numpy as np
 from . import functions as F
 from . import graph as G
 from . import reductions as R
-from . import building, einsum, sorting
+from . import building, einsum, linalg, sorting
+from .dispatch import LAZY
 from .array import laid_out, ndarray, proxy, stands_for_scalar, traced
 from .indexing import getitem, setitem
-from .runtime import foreign_operand, numpy_operator
+from .fallback import (FOREIGN_KINDS, _wrap, count_fallback, fallback_call, fallback_method, foreign_operand,
+                       numpy_operator)
+from .store import to_numpy
 from .ufuncs import apply_ufunc, call_ufunc
+from .write import assign_full
 
 
 def _binary(uf, dunder, reflected=False):
@@ -32,22 +37,6 @@ def _inplace(uf, dunder):
     return op
 
 
-for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                   ("truediv", np.true_divide), ("floordiv", np.floor_divide),
-                   ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),
-                   ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
-                   ("rshift", np.right_shift)]:
-    setattr(ndarray, f"__{_name}__", _binary(_uf, f"__{_name}__"))
-    setattr(ndarray, f"__r{_name}__", _binary(_uf, f"__r{_name}__", reflected=True))
-    setattr(ndarray, f"__i{_name}__", _inplace(_uf, f"__i{_name}__"))
-for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
-                   ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
-    setattr(ndarray, f"__{_name}__", _binary(_uf, f"__{_name}__"))
-for _name, _uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
-                   ("invert", np.invert)]:
-    setattr(ndarray, f"__{_name}__", (lambda uf: lambda self: apply_ufunc(uf, (self,)))(_uf))
-
-
 def _divmod(self, other):
     return apply_ufunc(np.floor_divide, (self, other)), apply_ufunc(np.remainder, (self, other))
 
@@ -67,7 +56,6 @@ def _imatmul(self, other):
         raise ValueError("inplace matrix multiplication requires the first operand to have at "
                          "least one and the second at least two dimensions.")
     res = F.matmul(self, other)
-    from .indexing import assign_full
     if res.shape != self.shape:
         from numpy.lib.stride_tricks import as_strided
         out = as_strided(np.zeros(1), self.shape, (0,) * self.ndim, writeable=True)
@@ -83,7 +71,7 @@ def _imatmul(self, other):
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dt = np.dtype(dtype)
-    if dt.kind in F.FOREIGN_KINDS:  # strings, objects, dates: a NumPy array, as tracer makes them
+    if dt.kind in FOREIGN_KINDS:  # strings, objects, dates: a NumPy array, as tracer makes them
         return np.asarray(self).astype(dt, order, casting, subok, copy)
     if not np.can_cast(self.dtype, dt, casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the "
@@ -120,60 +108,17 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and ufunc in R._REDUCE_OP:
         return R.reduce(ufunc, *inputs, **kwargs)
-    from .runtime import fallback_call
     return fallback_call(f"{ufunc.__name__}.{method}", getattr(ufunc, method), inputs, kwargs)
 
 
 def _array_function(self, func, types, args, kwargs):
-    from . import numpy as tnp
-    impl = tnp._LAZY.get(func.__name__)
+    impl = LAZY.get(func.__name__)
     if impl is not None and getattr(np, func.__name__, None) is func:
         return impl(*args, **kwargs)
     if getattr(func, "__module__", None) == "numpy.linalg" and \
             getattr(np.linalg, func.__name__, None) is func:
-        return getattr(tnp.linalg, func.__name__)(*args, **kwargs)
-    from .runtime import fallback_call
+        return getattr(linalg, func.__name__)(*args, **kwargs)
     return fallback_call(func.__name__, func, args, kwargs)
-
-
-ndarray.__divmod__ = _divmod
-ndarray.__matmul__ = _matmul
-ndarray.__rmatmul__ = _rmatmul
-ndarray.__imatmul__ = _imatmul
-ndarray.__getitem__ = getitem
-ndarray.__setitem__ = setitem
-ndarray.__array_ufunc__ = _array_ufunc
-ndarray.__array_function__ = _array_function
-ndarray.astype = _astype
-ndarray.copy = _copy
-ndarray.fill = _fill
-ndarray.flatten = _flatten
-ndarray.ravel = lambda self, order="C": self._ravel_order(order)
-ndarray.squeeze = lambda self, axis=None: F.squeeze(self, axis)
-ndarray.swapaxes = lambda self, a, b: F.swapaxes(self, a, b)
-ndarray.clip = lambda self, min=None, max=None, out=None, **kw: F.clip(self, min, max, out)
-ndarray.dot = lambda self, b, out=None: F.dot(self, b, out)
-for _n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"):
-    setattr(ndarray, _n, getattr(R, _n))
-
-
-def _fallback_method(self, name):
-    """Any other ndarray method runs NumPy on the evaluated array (warned and counted). An
-    in-place method (sort, partition, ...) writes its result back into this array."""
-    from .runtime import count_fallback, to_numpy, _to_host, _wrap
-    meth = getattr(np.ndarray, name)
-
-    def call(*args, **kwargs):
-        count_fallback(f"ndarray.{name}")
-        host = np.array(to_numpy(self), copy=True)
-        host.flags.writeable = self._view.writeable  # NumPy's own error for in-place methods
-        out = meth(host, *_to_host(args), **_to_host(kwargs))
-        if out is None or out is host:  # in place (byteswap(inplace=True) returns the array)
-            if self._view.writeable:
-                setitem(self, Ellipsis, host)
-            return None if out is None else self
-        return _wrap(out)
-    return call
 
 
 def _getattr(self, name):
@@ -181,22 +126,57 @@ def _getattr(self, name):
         raise AttributeError(f"'tracer.ndarray' object has no attribute {name!r}")
     attr = getattr(np.ndarray, name)
     if not callable(attr):
-        from .runtime import count_fallback, to_numpy, _wrap
         count_fallback(f"ndarray.{name}")
         return _wrap(getattr(np.array(to_numpy(self)), name))
-    return _fallback_method(self, name)
+    return fallback_method(self, name)
 
 
-ndarray.__getattr__ = _getattr
-ndarray.real = property(lambda self: self if self.dtype.kind != "c" else _getattr(self, "real"))
-ndarray.imag = property(lambda self: F.zeros_like(self) if self.dtype.kind != "c"
-                        else _getattr(self, "imag"))
-ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
-ndarray.round = lambda self, decimals=0, out=None: _fallback_method(self, "round")(decimals)
-ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
-    else _fallback_method(self, "round")(ndigits or 0)
-ndarray.nonzero = lambda self: F.nonzero(self)
-
-for _mod in (sorting, building, einsum):
-    for _n, _fn in _mod.METHODS.items():
-        setattr(ndarray, _n, _fn)
+def install() -> None:
+    """Install the operators and methods on the lazy array class (tracer/__init__ calls it once
+    every module they use is loaded)."""
+    for name, uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                     ("truediv", np.true_divide), ("floordiv", np.floor_divide),
+                     ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),
+                     ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
+                     ("rshift", np.right_shift)]:
+        setattr(ndarray, f"__{name}__", _binary(uf, f"__{name}__"))
+        setattr(ndarray, f"__r{name}__", _binary(uf, f"__r{name}__", reflected=True))
+        setattr(ndarray, f"__i{name}__", _inplace(uf, f"__i{name}__"))
+    for name, uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                     ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+        setattr(ndarray, f"__{name}__", _binary(uf, f"__{name}__"))
+    for name, uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
+                     ("invert", np.invert)]:
+        setattr(ndarray, f"__{name}__", (lambda uf: lambda self: apply_ufunc(uf, (self,)))(uf))
+    ndarray.__divmod__ = _divmod
+    ndarray.__matmul__ = _matmul
+    ndarray.__rmatmul__ = _rmatmul
+    ndarray.__imatmul__ = _imatmul
+    ndarray.__getitem__ = getitem
+    ndarray.__setitem__ = setitem
+    ndarray.__array_ufunc__ = _array_ufunc
+    ndarray.__array_function__ = _array_function
+    ndarray.astype = _astype
+    ndarray.copy = _copy
+    ndarray.fill = _fill
+    ndarray.flatten = _flatten
+    ndarray.ravel = lambda self, order="C": self._ravel_order(order)
+    ndarray.squeeze = lambda self, axis=None: F.squeeze(self, axis)
+    ndarray.swapaxes = lambda self, a, b: F.swapaxes(self, a, b)
+    ndarray.clip = lambda self, min=None, max=None, out=None, **kw: F.clip(self, min, max, out)
+    ndarray.dot = lambda self, b, out=None: F.dot(self, b, out)
+    for n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"):
+        setattr(ndarray, n, getattr(R, n))
+    ndarray.__getattr__ = _getattr
+    ndarray.real = property(lambda self: self if self.dtype.kind != "c" else
+                            _getattr(self, "real"))
+    ndarray.imag = property(lambda self: F.zeros_like(self) if self.dtype.kind != "c"
+                            else _getattr(self, "imag"))
+    ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
+    ndarray.round = lambda self, decimals=0, out=None: fallback_method(self, "round")(decimals)
+    ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
+        else fallback_method(self, "round")(ndigits or 0)
+    ndarray.nonzero = lambda self: F.nonzero(self)
+    for mod in (sorting, building, einsum):
+        for n, fn in mod.METHODS.items():
+            setattr(ndarray, n, fn)

@@ -34,9 +34,11 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from . import functions as F
 from . import reductions as R
-from .array import ndarray, traced
+from .array import evaluate, ndarray, traced
+from .fallback import fallback_call
 from .functions import _lazy, moveaxis, ravel
-from .runtime import evaluate, fallback_call, to_numpy
+from .gather import ufunc_at_or_numpy
+from .store import to_numpy
 from .sorting import _eager, _numpy_out, argsort, cumsum, partition, searchsorted, sort
 from .statfuncs import _replace_nan, diff, nanmean
 from .ufuncs import apply_ufunc
@@ -346,7 +348,6 @@ _BLOCK = 65536  # NumPy's: weighted sums are added block by block
 
 def _uniform_bins(a: ndarray, w, edges: np.ndarray, uniform, ntype) -> ndarray:
     """NumPy's equal-width bin arithmetic, values outside the range into a spare last bin."""
-    from . import numpy as tnp  # (its ufuncs' `at` run NumPy where a scatter cannot)
     first, last, nb = uniform
     norm_denom = _hist._unsigned_subtract(last, first)
     keep = _u(np.logical_and, _u(np.greater_equal, a, first), _u(np.less_equal, a, last))
@@ -362,14 +363,14 @@ def _uniform_bins(a: ndarray, w, edges: np.ndarray, uniform, ntype) -> ndarray:
     idx = F.where(keep, F.where(inc, _u(np.add, idx, 1), idx), nb)
     if w is None:
         counts = F.zeros(nb + 1, np.intp)
-        tnp.add.at(counts, idx, 1)
+        ufunc_at_or_numpy(np.add, counts, idx, 1)
         return counts[:nb]
     # bincount's float64 sums per block, in index order (a two-index add.at runs NumPy's
     # sequential loop), cast to ntype and added block after block in ntype
     nblk = -(-a.size // _BLOCK)
     blk = F.arange(nblk).reshape(-1, 1)._broadcast_view((nblk, _BLOCK)).reshape(-1)[:a.size]
     sums = F.zeros((nblk, nb + 1), np.float64)
-    tnp.add.at(sums, (blk, idx), _cast(w, np.float64))
+    ufunc_at_or_numpy(np.add, sums, (blk, idx), _cast(w, np.float64))
     return cumsum(_cast(sums[:, :nb], ntype), axis=0, dtype=ntype)[-1]
 
 

@@ -1,4 +1,4 @@
-"""Plan cache: a graph evaluated again with the same structure reuses its optimized, lowered
+"""Plan cache (filled by tracer/engine.py): a graph evaluated again with the same structure reuses its optimized, lowered
 program, so a loop that rebuilds the same expression pays neither the optimizer nor lowering
 again (about 0.5 ms for a small graph); only the input buffers are rebound.
 
@@ -12,8 +12,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from tracer import cuda_kernels
-from tracer import opt
 from tracer.cuda_kernels.executor import buffer_contiguous
 from tracer.ir import Node, Slot, make, toposort
 from tracer.ir.config import CONFIG
@@ -21,7 +19,7 @@ from tracer.ir.config import CONFIG
 MAX_PLANS = 256
 
 
-class _Entry:
+class Entry:
     __slots__ = ("program", "slots", "res")
 
     def __init__(self, program, slots, res):
@@ -53,7 +51,7 @@ def signature(roots: list[Node], backend: str) -> tuple[tuple | None, list[Node]
     return key, leaves
 
 
-def _with_slots(roots: list[Node], leaves: list[Node]) -> tuple[list[Node], list[Node]]:
+def with_slots(roots: list[Node], leaves: list[Node]) -> tuple[list[Node], list[Node]]:
     """The graph with every leaf replaced by a Slot leaf of the same type and layout."""
     new: dict[int, Node] = {}
     slots = []
@@ -69,34 +67,17 @@ def _with_slots(roots: list[Node], leaves: list[Node]) -> tuple[list[Node], list
     return [new[id(r)] for r in roots], slots
 
 
-def lookup(roots: list[Node], backend: str):
-    """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
-    leaves in the order of entry.slots; None when the graph cannot be cached."""
-    key, leaves = signature(roots, backend)
-    if key is None:
-        return None
+def get(key):
+    """The cached entry for this key, or None (a hit moves it to the back of the LRU order)."""
     with _LOCK:
         entry = _PLANS.get(key)
         if entry is not None:
             _PLANS.move_to_end(key)
-            return entry, True, leaves
-    slot_roots, slots = _with_slots(roots, leaves)
-    res = opt.optimize(slot_roots)
-    entry = _Entry(cuda_kernels.lower(res.roots, backend), slots, res)
+        return entry
+
+
+def put(key, entry: Entry) -> None:
     with _LOCK:
         _PLANS[key] = entry
         if len(_PLANS) > MAX_PLANS:
             _PLANS.popitem(last=False)
-    return entry, False, leaves
-
-
-def plan(roots: list[Node], backend: str):
-    """(program, res, bind): the program to run, the optimizer's result (None on a cache hit),
-    and the leaf buffers to bind to its slots."""
-    found = lookup(roots, backend) if not CONFIG.dump_dir else None
-    if found is None:
-        res = opt.optimize(roots)
-        return cuda_kernels.lower(res.roots, backend), res, None
-    entry, hit, leaves = found
-    bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
-    return entry.program, (None if hit else entry.res), bind

@@ -11,7 +11,9 @@ from numpy.lib.array_utils import normalize_axis_tuple, normalize_axis_index
 
 from . import graph as G
 from .array import ndarray, asarray_node, traced
+from .fallback import fallback_call
 from .ufuncs import apply_ufunc
+from .write import assign_full
 
 _REDUCE_OP = {np.add: "reduce_sum", np.multiply: "reduce_prod", np.maximum: "reduce_max",
               np.minimum: "reduce_min", np.logical_or: "reduce_any", np.logical_and: "reduce_all"}
@@ -59,7 +61,6 @@ def _finish(res: ndarray, out):
                              f"{out.shape}, expected {res.shape}")
         np.copyto(out, np.asarray(res), casting="unsafe")
         return out
-    from .indexing import assign_full
     if isinstance(out, ndarray) and not out._view.writeable:
         raise ValueError("output array is read-only")
     if out.shape != res.shape:
@@ -76,7 +77,6 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
     op = _REDUCE_OP.get(ufunc)
     a = _lazy(a)
     if op is None or where is not True:
-        from .runtime import fallback_call
         kw = dict(axis=axis, dtype=dtype, keepdims=keepdims)
         if initial is not np._NoValue:
             kw["initial"] = initial

@@ -10,9 +10,9 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .array import ndarray, proxy, traced
+from .fallback import fallback_call
 from .functions import (_lazy, arange, concatenate, expand_dims, flip, full, matmul, moveaxis,
                         ravel, transpose, where)
-from .runtime import fallback_call
 
 
 def _take_axis(a: ndarray, key, axis: int) -> ndarray:

@@ -1,7 +1,7 @@
 """Sorting, searching, cumulative sums and products, and set functions, with NumPy 2.x's results,
 dtypes and errors. The order statistics (percentile, quantile, median and their nan versions,
-histogram, bincount, digitize, nanargmax, nanargmin) are in tracer/orderstats.py; their names
-are exported from here too.
+histogram, bincount, digitize, nanargmax, nanargmin) are in tracer/orderstats.py, which
+builds on this module.
 
 Lazy: `sort`, `argsort`, `partition`, `argpartition`, `searchsorted`, `cumsum`, `cumprod` are
 library ops (ir/library_ops.py): recorded, then run by NumPy's own routine between kernels, so
@@ -34,10 +34,11 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from . import graph as G
 from . import reductions as R
-from .array import asarray_node, ndarray, traced
+from .array import asarray_node, evaluate, ndarray, traced
+from .fallback import _to_host, _wrap, fallback_call, fallback_method
 from .functions import _lazy, concatenate, full, ravel, zeros
 from .indexing import setitem
-from .runtime import _to_host, _wrap, evaluate, fallback_call, to_numpy
+from .store import to_numpy
 from .statfuncs import _replace_nan
 from .ufuncs import apply_ufunc
 
@@ -289,8 +290,7 @@ def in1d(ar1, ar2, assume_unique=False, invert=False, *, kind=None):
 # ------------------------------------------------------------------ ndarray methods
 
 def _method_fallback(self, name, *args, **kwargs):
-    from .methods import _fallback_method
-    return _fallback_method(self, name)(*args, **kwargs)
+    return fallback_method(self, name)(*args, **kwargs)
 
 
 @traced
@@ -327,9 +327,3 @@ NAMES: tuple[str, ...] = (
     "sort", "argsort", "partition", "argpartition", "searchsorted", "cumsum", "cumprod",
     "nancumsum", "nancumprod", "unique", "isin", "in1d", "intersect1d", "union1d", "setdiff1d",
     "setxor1d")
-
-from . import orderstats as _orderstats  # noqa: E402  (it builds on the functions above)
-
-for _n in _orderstats.NAMES:
-    globals()[_n] = getattr(_orderstats, _n)
-NAMES += _orderstats.NAMES

@@ -17,7 +17,7 @@ from . import functions as F
 from . import reductions as R
 from .array import ndarray, traced
 from .functions import _lazy
-from .runtime import fallback_call
+from .fallback import fallback_call
 from .ufuncs import apply_ufunc, call_ufunc
 
 

@@ -11,10 +11,12 @@ import warnings
 import numpy as np
 
 from tracer.ir import Node
-from tracer.ir.interp import apply_ref
-from tracer.ir.registry import OPS, Kind
+from tracer.ir.registry import OPS
 from . import graph as G
 from .array import ndarray, asarray_node, shape_str, traced
+from .debug import user_frame
+from .fallback import fallback_call
+from .write import assign_full, known_values
 
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 
@@ -164,20 +166,6 @@ def _fast_power(uf, ops, dts, dtype):
     return None
 
 
-def known_values(node: Node) -> np.ndarray | None:
-    """A node's values when they are known while recording: a constant, a host leaf, or a
-    view of one (reshape, slice, broadcast, ...: NumPy's reference of the movement op)."""
-    if node.op == "const":
-        return np.asarray(node.attr("value"))
-    if node.op == "input":
-        return node.attr("buf").host
-    d = OPS.get(node.op)
-    if d is None or d.kind is not Kind.MOVEMENT or len(node.inputs) != 1:
-        return None
-    v = known_values(node.inputs[0])
-    return None if v is None else apply_ref(node, [v])
-
-
 def _check_exponent(e: Operand) -> None:
     """NumPy's error for an integer power with a negative exponent, raised now when the
     exponent is known (a lazy one raises when the power runs)."""
@@ -223,7 +211,6 @@ def write_out(node: Node, out, where):
     if where is not True:
         mask = G.broadcast(G.cast(asarray_node(where), np.bool_), out.shape)
         value = G.where(mask, value, out._node)
-    from .indexing import assign_full
     assign_full(out, value)
     return out
 
@@ -269,7 +256,6 @@ def call_ufunc(uf: np.ufunc, args, kwargs: dict):
         if k not in _UFUNC_KWARGS:
             raise TypeError(f"{uf.__name__}() got an unexpected keyword argument '{k}'")
     if where is not True and out is None and not out_given:
-        from .runtime import user_frame
         f = user_frame()
         warnings.warn_explicit("'where' used without 'out', expect unitialized memory in output. "
                                "If this is intentional, use out=None.", UserWarning,
@@ -284,5 +270,4 @@ def call_ufunc(uf: np.ufunc, args, kwargs: dict):
         kw["dtype"] = dtype
     if out is not None:
         kw["out"] = out
-    from .runtime import fallback_call
     return fallback_call(uf.__name__, uf, args, kw)

@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 import tracer.numpy as tnp
-from tracer.runtime import TracerFallbackWarning
+from tracer.fallback import TracerFallbackWarning
 
 
 def _data():

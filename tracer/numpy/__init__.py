@@ -2,191 +2,15 @@
 
 Functions listed here record lazily. Any other NumPy function still works: it evaluates its
 inputs, runs NumPy, warns once per call site and is counted (`tracer.stats().fallbacks`).
+It only re-exports: the table of lazy functions is tracer/dispatch.py.
 """
 from __future__ import annotations
 
-import builtins as _builtins
-import inspect as _inspect
-
 import numpy as _np
 
-from .. import functions as _F
-from .. import reductions as _R
-from .. import shaping as _S
-from .. import statfuncs as _ST
-from .. import sorting as _SO
-from .. import building as _B
-from .. import einsum as _E
-from .. import methods as _methods  # noqa: F401  (installs the operators)
-from ..array import ndarray as _Lazy
-from ..ufuncs import call_ufunc as _call_ufunc
-from ..runtime import (fallback_call as _fallback_call, fallback_getattr as _fallback_getattr,
-                       foreign as _foreign, foreign_operand as _foreign_operand)
+from ..dispatch import LAZY as _LAZY, asnumpy, can_cast, ndarray, result_type, ufunc  # noqa: F401
+from ..fallback import fallback_getattr as _fallback_getattr
 
-
-class _NdarrayType(type):
-    """The type of `tracer.numpy.ndarray`. Lazy arrays and NumPy's own arrays are its instances;
-    calling it is NumPy's constructor; a class deriving from it derives from NumPy's ndarray, so
-    a user's subclass is a NumPy subclass, run by NumPy (tracer's functions fall back on it)."""
-
-    def __new__(mcs, name, bases, namespace, **kwargs):
-        if bases == (_np.ndarray,):  # tracer.numpy.ndarray itself
-            return super().__new__(mcs, name, bases, namespace)
-        bases = tuple(_np.ndarray if isinstance(b, _NdarrayType) else b for b in bases)
-        return type(name, bases, dict(namespace), **kwargs)
-
-    def __instancecheck__(cls, x) -> bool:
-        return isinstance(x, (_Lazy, _np.ndarray))
-
-    def __subclasscheck__(cls, c) -> bool:
-        return issubclass(c, (_Lazy, _np.ndarray))
-
-    def __call__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
-        """NumPy's uninitialized array is zeros here; one over a buffer is NumPy's own, as it
-        shares the buffer's memory."""
-        if buffer is None and strides is None and _np.dtype(dtype).kind not in _F.FOREIGN_KINDS:
-            return _F.zeros(shape, dtype, order or "C")
-        if isinstance(buffer, _Lazy):
-            buffer = _np.asarray(buffer)
-        return _np.ndarray(shape, dtype, buffer, offset, strides, order)
-
-    def __getattribute__(cls, name):
-        """Unbound methods and properties are the lazy array's: ndarray.sum(x), ndarray.shape."""
-        if not name.startswith("_"):
-            try:
-                return getattr(_Lazy, name)
-            except AttributeError:
-                pass
-        return super().__getattribute__(name)
-
-
-class ndarray(_np.ndarray, metaclass=_NdarrayType):
-    """NumPy's ndarray for isinstance, subclassing and construction; lazy arrays are
-    `tracer.ndarray`. It derives from NumPy's ndarray only so that NumPy takes it as a type:
-    `x.view(np.ndarray)` in a subclass's code."""
-
-    def __repr__(self) -> str:
-        return repr(self.view(_np.ndarray))
-
-
-class ufunc:
-    """A NumPy ufunc that records lazily (calls, reduce, at); other methods (outer, ...) fall
-    back to NumPy."""
-
-    def __init__(self, uf: _np.ufunc):
-        self._uf = uf
-        self.__name__ = uf.__name__
-        self.__doc__ = uf.__doc__
-
-    def __call__(self, *args, **kwargs):
-        if _builtins.any(map(_foreign_operand, args[:self._uf.nin])) or \
-                _foreign_dtype(kwargs.get("dtype", _MISSING)):
-            return _fallback_call(self.__name__, self._uf, args, kwargs)
-        return _call_ufunc(self._uf, args, kwargs)
-
-    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_np._NoValue,
-               where=True):
-        return _R.reduce(self._uf, array, axis, dtype, out, keepdims, initial, where)
-
-    def at(self, a, indices, b=None):
-        """NumPy's unbuffered in-place `ufunc.at`: duplicate indices accumulate. Lazy (a
-        scatter) for binary ufuncs into lazy arrays; otherwise NumPy runs it."""
-        from ..gather import ufunc_at
-        if not ufunc_at(self._uf, a, indices, b):
-            args = (a, indices) if b is None else (a, indices, b)
-            _fallback_call(f"{self.__name__}.at", self._uf.at, args, {})
-
-    def __getattr__(self, name):
-        attr = getattr(self._uf, name)
-        if callable(attr):
-            return lambda *a, **k: _fallback_call(f"{self.__name__}.{name}", attr, a, k)
-        return attr
-
-    def __repr__(self) -> str:
-        return f"<tracer ufunc '{self.__name__}'>"
-
-
-_UFUNCS = {}
-for _name in dir(_np):
-    _obj = getattr(_np, _name)
-    if isinstance(_obj, _np.ufunc):
-        _UFUNCS[_name] = ufunc(_obj)
-globals().update(_UFUNCS)
-
-_LAZY = dict(_UFUNCS)
-for _mod, _names in [
-    (_F, "array asarray asanyarray ascontiguousarray full zeros ones empty zeros_like "
-         "ones_like empty_like full_like arange linspace eye identity reshape transpose "
-         "permute_dims swapaxes moveaxis expand_dims squeeze broadcast_to broadcast_arrays "
-         "ravel atleast_1d atleast_2d flip flipud fliplr copy concatenate stack vstack hstack "
-         "where clip astype matmul dot vdot size shape ndim nonzero argwhere shares_memory "
-         "may_share_memory isfortran"),
-    (_R, "sum prod max min any all mean var std argmax argmin"),
-    (_S, " ".join(_S.NAMES)),
-    (_ST, " ".join(_ST.NAMES)),
-    (_SO, " ".join(_SO.NAMES)),
-    (_B, " ".join(_B.NAMES)),
-    (_E, " ".join(_E.NAMES)),
-]:
-    for _n in _names.split():
-        _LAZY[_n] = getattr(_mod, _n)
-_LAZY.update(amax=_R.max, amin=_R.min, concat=_F.concatenate)
-
-
-# parameters where a string, None or any other object is data to hold, not an option
-_DATA_PARAMS = ("fill_value", "x", "y")
-_MISSING = object()
-
-
-def _positions(fn) -> dict[str, int]:
-    """Where fn takes `dtype` and its data parameters (-1: by keyword only)."""
-    try:
-        params = _inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else -1
-            for i, p in enumerate(params) if p.name == "dtype" or p.name in _DATA_PARAMS}
-
-
-def _foreign_dtype(dtype) -> bool:
-    try:
-        return dtype is not _MISSING and dtype is not None and \
-            _np.dtype(dtype).kind in _F.FOREIGN_KINDS
-    except TypeError:  # not a dtype: the lazy function raises NumPy's error
-        return False
-
-
-def _guarded(name: str, fn):
-    """fn, except that foreign data (see runtime.foreign), a dtype of strings, objects, records
-    or dates, or an object as fill value runs NumPy's function (a fallback)."""
-    npfn = getattr(_np, name, None)
-    if npfn is None:
-        return fn
-    at = _positions(fn)
-    dtype_at = at.pop("dtype", None)
-
-    def argument(args, kwargs, name, i):
-        return kwargs.get(name, args[i] if 0 <= i < len(args) else _MISSING)
-
-    def for_numpy(args, kwargs) -> bool:
-        if _builtins.any(map(_foreign, args)) or _builtins.any(map(_foreign, kwargs.values())):
-            return True
-        if dtype_at is not None and _foreign_dtype(argument(args, kwargs, "dtype", dtype_at)):
-            return True
-        values = (argument(args, kwargs, n, i) for n, i in at.items())
-        return _builtins.any(v is not _MISSING and _foreign_operand(v) for v in values)
-
-    def call(*args, **kwargs):
-        if for_numpy(args, kwargs):
-            return _fallback_call(name, npfn, args, kwargs)
-        return fn(*args, **kwargs)
-    call.__name__, call.__doc__, call.__wrapped__ = name, fn.__doc__, fn
-    return call
-
-
-# the array constructors hand foreign data back as NumPy arrays themselves, without a fallback
-_LAZY.update({n: _guarded(n, f) for n, f in _LAZY.items() if not isinstance(f, ufunc)
-              and n not in ("array", "asarray", "asanyarray", "ascontiguousarray")})
 globals().update(_LAZY)
 from . import linalg, random  # noqa: E402,F401
 
@@ -199,23 +23,6 @@ from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  
 bool = _np.bool  # noqa: A001
 float_ = _np.float64
 int_ = _np.int_
-
-
-def result_type(*arrays_and_dtypes):
-    """NumPy's result_type; a lazy array stands for its dtype (no evaluation)."""
-    return _np.result_type(*[a.dtype if isinstance(a, _Lazy) else a for a in arrays_and_dtypes])
-
-
-def can_cast(from_, to, casting="safe"):
-    return _np.can_cast(from_.dtype if isinstance(from_, _Lazy) else from_, to, casting)
-
-
-_LAZY.update(result_type=result_type, can_cast=can_cast)  # numpy.result_type(lazy) comes here
-
-
-def asnumpy(a):
-    """The values of a lazy array as a NumPy array (evaluates)."""
-    return _np.asarray(a)
 
 
 __getattr__ = _fallback_getattr(_np)

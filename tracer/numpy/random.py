@@ -19,9 +19,10 @@ import numpy as _np
 from numpy.random import (BitGenerator, MT19937, PCG64, PCG64DXSM, Philox,  # noqa: F401
                           SeedSequence, SFC64, get_bit_generator, set_bit_generator)
 
-from ..array import apply_view_numpy as _apply_view_numpy, ndarray as _ndarray
+from ..array import ndarray as _ndarray
+from ..fallback import _to_host, _wrap, fallback_getattr as _fallback_getattr
 from ..indexing import setitem as _setitem
-from ..runtime import _to_host, _wrap, fallback_getattr as _fallback_getattr, to_numpy as _to_numpy
+from ..store import apply_view_numpy as _apply_view_numpy, to_numpy as _to_numpy
 
 
 def _public_methods(numpy_cls, skip=()) -> list[str]:

@@ -1,0 +1,174 @@
+"""The engine: the one place that turns a graph into a program and runs it.
+
+`plan` optimizes and lowers a set of roots for a backend through the plan cache (the only
+caller of `opt.optimize` and of lowering); lowering only plans, `compile_kernels` starts the
+kernels' compiles, and `execute` runs a graph: the small-graph decision (NumPy op by op), the
+memory budget, the error located at the user's line and the NaN check. `evaluate`, `explain`,
+`memory_budget` and `jit` all come through here.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from tracer import cuda_kernels, opt
+from tracer.cuda_kernels.executor import compile as compile_program, lower
+from tracer.ir import Buffer, Node, format_graph, toposort
+from tracer.ir.config import CONFIG
+from tracer.ir.interp import run_graph
+from tracer.ir.stats import STATS
+from tracer.opt.buffer_assignment import memory_plan
+from . import budget, debug, plans
+
+
+def backend() -> str:
+    return cuda_kernels.default_backend(CONFIG.backend)
+
+
+def small_roots(roots: list[Node]) -> list[bool]:
+    """Per root, whether it runs by NumPy op by op (see execute): on cpu outside a budget,
+    when every value it needs has at most CONFIG.small_graph elements."""
+    limit = CONFIG.small_graph
+    if not limit or budget.active() is not None or backend() != "cpu":
+        return [False] * len(roots)
+    big: dict[int, bool] = {}
+    for n in toposort(roots):
+        big[id(n)] = n.size > limit or any(big[id(i)] for i in n.inputs)
+    return [not big[id(r)] for r in roots]
+
+
+# ------------------------------------------------------------------ planning
+
+def _optimize_lower(roots: list[Node], be: str, record: bool | None = None):
+    """(program, optimizer result): lowering plans memory from buffer assignment's liveness."""
+    res = opt.optimize(roots, record=record)
+    return lower(res.roots, be, memory_plan(res.roots)), res
+
+
+def lookup(roots: list[Node], be: str):
+    """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
+    leaves in the order of entry.slots; None when the graph cannot be cached."""
+    key, leaves = plans.signature(roots, be)
+    if key is None:
+        return None
+    entry = plans.get(key)
+    if entry is not None:
+        return entry, True, leaves
+    slot_roots, slots = plans.with_slots(roots, leaves)
+    program, res = _optimize_lower(slot_roots, be)
+    entry = plans.Entry(program, slots, res)
+    plans.put(key, entry)
+    return entry, False, leaves
+
+
+def plan(roots: list[Node], be: str):
+    """(program, res, bind): the program that computes the roots (no compile started), the
+    optimizer's result (None on a cache hit), and the leaf buffers to bind to its slots."""
+    found = lookup(roots, be) if not CONFIG.dump_dir else None
+    if found is None:
+        program, res = _optimize_lower(roots, be)
+        return program, res, None
+    entry, hit, leaves = found
+    bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
+    return entry.program, (None if hit else entry.res), bind
+
+
+def explain(roots: list[Node]):
+    """(res, program, small): what evaluating the roots would do, nothing compiled or run:
+    the roots that run by NumPy op by op (small), and the optimizer's result and the lowered
+    program of the others (None, None when there are none)."""
+    small = small_roots(roots)
+    big = [r for r, s in zip(roots, small) if not s]
+    if not big:
+        return None, None, small
+    program, res = _optimize_lower(big, backend(), record=True)
+    return res, program, small
+
+
+# ------------------------------------------------------------------ running
+
+_PHASES = ("trace_s", "optimize_s", "codegen_s", "load_s", "compile_s", "run_s")
+_TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
+_RUNNING = [0]  # nesting of run(): a budget runs chunks through execute
+
+
+def execute(roots: list[Node], small: bool = False) -> list:
+    """The roots' values. `small`: every value is small (small_roots): run them by NumPy op
+    by op, unoptimized, where optimizing and compiling would cost more."""
+    STATS.evaluations += 1
+    if small:
+        return interpret(roots)
+    phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
+    if phases0:
+        phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
+    t0 = time.perf_counter()
+    program, res, bind = plan(roots, backend())
+    # the optimizer's own time (lowering's codegen and compiles are counted apart), or the
+    # plan cache lookup
+    STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
+    STATS.plan_cache_hits += res is None
+    bufs = run(program, bind, lambda: roots)
+    if CONFIG.debug >= 1:
+        how = "cached plan" if res is None else "new plan"
+        spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
+                          for p, v in zip(_PHASES, phases0))
+        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}; "
+              f"{spent}", file=sys.stderr)
+        _TRACE_AT[0] = STATS.trace_s
+    if res is None:
+        return bufs
+    if CONFIG.debug >= 2:
+        print(format_graph(res.roots), file=sys.stderr)
+    if CONFIG.debug >= 3:
+        for name, sec, changed in res.passes:
+            print(f"[tracer]   pass {name:<20} {sec * 1e3:8.3f} ms {'changed' if changed else ''}",
+                  file=sys.stderr)
+    if CONFIG.debug >= 4:
+        for k in program.kernels:
+            print(f"[tracer] kernel {k.name}\n{k.source}", file=sys.stderr)
+    return bufs
+
+
+def run(program, bind, graph) -> list:
+    """Run a planned program (its kernels compiled first): within the active memory budget,
+    an error raised again at the user's line, outputs checked for NaN (CONFIG.check_nans).
+    `graph()`: the user's graph the program computes, with its real leaves (built only for
+    an error, a NaN or a budget)."""
+    compile_program(program)
+    _RUNNING[0] += 1
+    try:
+        limit = budget.active()
+        if limit is not None:
+            bufs = budget.run(graph(), program, bind, limit, program.backend, execute,
+                              lambda g, be: plan(g, be)[0])
+        else:
+            bufs = cuda_kernels.run(program, bind)
+    except Exception as e:
+        if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
+            debug.locate_error(graph(), e)
+        raise
+    finally:
+        _RUNNING[0] -= 1
+    if CONFIG.check_nans and not _RUNNING[0]:
+        hosts = [cuda_kernels.to_host(b) for b in bufs]
+        if debug.nonfinite(hosts):
+            debug.check_outputs(graph(), hosts)
+    return bufs
+
+
+def interpret(roots: list[Node]) -> list:
+    """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
+    optimizing it and compiling its kernels would take milliseconds to seconds."""
+    t0 = time.perf_counter()
+    STATS.small_graphs += 1
+    try:
+        vals = run_graph(roots, leaf=debug.host_value)
+    except Exception as e:
+        debug.locate_error(roots, e)
+        raise
+    STATS.run_s += time.perf_counter() - t0
+    if CONFIG.check_nans:
+        debug.check_outputs(roots, vals)
+    return [Buffer(np.asarray(v)) for v in vals]

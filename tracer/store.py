@@ -1,0 +1,227 @@
+"""The lazy value store and its evaluation, below the array class.
+
+A `Var` is a base buffer: its current value as a node (a realized leaf, or a graph still to
+compute). Vars whose value is pending are kept (weakly) so a long loop flushes them; evaluation
+computes a set of Vars through the engine and makes each a realized leaf. `to_numpy` reads an
+array's values (its Var evaluated, its view steps replayed by NumPy).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from tracer import cuda_kernels
+from tracer.ir import Node, make, toposort
+from tracer.ir.config import CONFIG
+from tracer.ir.registry import py_slice
+from . import budget, debug, engine
+
+_PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
+_pending_nodes = 0
+LOCK = threading.RLock()  # the Var store and the pending set; an evaluation holds it throughout
+
+
+class Var:
+    """A base buffer: its current value as a node. Writes replace `node` and bump `version`."""
+
+    __slots__ = ("node", "version", "owner", "__weakref__")
+
+    def __init__(self, node: Node):
+        if node.op != "input":
+            node = debug.recorded(node)
+        self.node = node
+        self.owner = None  # the array that owns this buffer (weak): views' `.base`
+        self.version = 0
+        if node.op != "input":
+            _note_pending(self)
+
+    def assign(self, node: Node) -> None:
+        if node.op != "input":
+            node = debug.recorded(node)
+        with LOCK:
+            self.node = node
+            self.version += 1
+            if node.op != "input":
+                _note_pending(self)
+
+
+def _note_pending(v: Var) -> None:
+    global _pending_nodes
+    with LOCK:
+        _PENDING.add(v)
+        _pending_nodes += 1
+        if _pending_nodes > CONFIG.flush_nodes:
+            flush()
+
+
+def flush() -> None:
+    """Evaluate every pending base, so a long loop never grows the graph without bound."""
+    global _pending_nodes
+    with LOCK:
+        _pending_nodes = 0
+        live = [v for v in list(_PENDING) if v.node.op != "input"]
+        _PENDING.clear()
+        if live:
+            evaluate_vars(live, strict=False)  # a failed value keeps its error until read
+
+
+def pending_vars() -> list[Var]:
+    with LOCK:
+        return [v for v in list(_PENDING) if v.node.op != "input"]
+
+
+def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
+    if kind == "slice":
+        return a[tuple(py_slice(*s) for s in arg)]
+    if kind == "transpose":
+        return a.transpose(arg)
+    if kind == "reshape":
+        return a.reshape(arg)
+    if kind == "broadcast":
+        return np.broadcast_to(a, arg)
+    if kind == "bitcast":
+        try:
+            return a.view(arg)
+        except ValueError:  # a base laid out otherwise than the view assumed: the same values
+            return np.ascontiguousarray(a).view(arg)
+    raise AssertionError(kind)
+
+
+def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
+    """NumPy's view of `a` (the base's value) that a lazy view's steps describe."""
+    for kind, arg in steps:
+        a = apply_step_numpy(a, kind, arg)
+    return a
+
+
+def _leaf_for(node: Node, buf) -> Node:
+    return make("input", (), node.shape, node.dtype, (("buf", buf),))
+
+
+def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
+    """Compute the variables and make their nodes realized leaves. An evaluation error stays
+    with the variables whose value depends on the op that raised it: they stay as they are
+    (reading one raises it again), the others are computed. `strict`: raise the error of a
+    variable asked for (a read), else keep it for later (a flush)."""
+    with LOCK:
+        targets: list[Var] = []
+        seen = set()
+        for v in vars_:
+            if v.node.op != "input" and id(v) not in seen and (strict or not _failed(v)):
+                seen.add(id(v))
+                targets.append(v)
+        if not targets:
+            return
+        allv = targets + _extras(targets, seen)
+        failed: dict[int, Exception] = {}
+        for group, small in _by_size([v.node for v in allv], allv):
+            failed.update(_realize(group, small))
+    errors = [failed[id(v)] for v in targets if id(v) in failed]
+    if strict and errors:
+        raise errors[0]
+
+
+def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
+    """Live arrays whose value is computed on the way, kept too so they are not recomputed;
+    not under a memory budget, where keeping them (the N x M distances behind a min) could
+    need all the memory the budget saves. Also kept: live arrays a few ops past the graph
+    (`w -= lr * g` after evaluating `g`): a loop that checks a value each step would otherwise
+    recompute their whole history. Arrays whose evaluation failed are left alone."""
+    if budget.active() is not None:
+        return []
+    in_graph = {id(n) for n in toposort([v.node for v in targets])}
+    return [v for v in pending_vars() if id(v) not in seen and not _failed(v)
+            and v.node.op not in ("const", "broadcast_to")
+            and (id(v.node) in in_graph or _near(v.node, in_graph))]
+
+
+# variable -> its node whose evaluation failed (both weak: neither is kept alive)
+_FAILED: "weakref.WeakKeyDictionary[Var, weakref.ref]" = weakref.WeakKeyDictionary()
+
+
+def _failed(v: Var) -> bool:
+    ref = _FAILED.get(v)
+    return ref is not None and ref() is v.node
+
+
+def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
+    """Evaluate the group's variables together and make each a realized leaf unless it was
+    assigned meanwhile (compare and set on the node evaluated: LOCK keeps other threads out,
+    but it is reentrant). On an error, the variables that depend on the op that raised it are
+    set aside with it and the rest are evaluated again. Returns {id(var): error} for those set
+    aside."""
+    failed: dict[int, Exception] = {}
+    while group:
+        nodes = [v.node for v in group]
+        try:
+            bufs = engine.execute(nodes, small)
+        except Exception as e:
+            hit = _depends_on(nodes, debug.failed_op(e))
+            for v, n, h in zip(group, nodes, hit):
+                if h:
+                    failed[id(v)] = e
+                    _FAILED[v] = weakref.ref(n)
+            group = [v for v, h in zip(group, hit) if not h]
+            continue
+        for v, n, buf in zip(group, nodes, bufs):
+            if v.node is n:
+                v.node = _leaf_for(n, buf)
+        break
+    return failed
+
+
+def _depends_on(roots: list[Node], bad: Node | None) -> list[bool]:
+    """Per root, whether its value reads `bad` (every root when the failed op is unknown)."""
+    if bad is None:
+        return [True] * len(roots)
+    hit: dict[int, bool] = {}
+    for n in toposort(roots):
+        hit[id(n)] = n is bad or any(hit[id(i)] for i in n.inputs)
+    got = [hit[id(r)] for r in roots]
+    return got if any(got) else [True] * len(roots)
+
+
+NEAR_OPS = 8  # "a few ops past the graph"
+
+
+def _near(root: Node, in_graph: set[int]) -> bool:
+    """Whether root reads the graph and needs at most NEAR_OPS nodes beyond it (leaves aside)."""
+    stack, seen, reads = [root], set(), False
+    while stack:
+        n = stack.pop()
+        if id(n) in in_graph:
+            # a computed value: consts and their broadcasts are shared by unrelated graphs
+            reads = reads or n.op not in ("input", "const", "broadcast_to", "reshape",
+                                          "transpose")
+            continue
+        if id(n) in seen or n.op in ("input", "const"):
+            continue
+        seen.add(id(n))
+        if len(seen) > NEAR_OPS:
+            return False
+        stack.extend(n.inputs)
+    return reads
+
+
+def _by_size(roots: list[Node], vars_: list) -> list[tuple[list, bool]]:
+    """(variables, small) for each evaluation: the variables whose values run by NumPy op by op
+    (engine.small_roots) apart from the rest, so they are not compiled along with a big one."""
+    small = engine.small_roots(roots)
+    if not any(small):
+        return [(vars_, False)]
+    groups = ([v for v, s in zip(vars_, small) if s], [v for v, s in zip(vars_, small) if not s])
+    return [(g, g is groups[0]) for g in groups if g]
+
+
+def to_numpy(a) -> np.ndarray:
+    """The values of lazy array `a` (read-only NumPy array): its Var evaluated, its view's
+    steps replayed by NumPy."""
+    with LOCK:  # another thread may assign the variable once it is realized
+        evaluate_vars([a._var])
+        buf = a._var.node.attr("buf")
+    host = cuda_kernels.to_host(buf)
+    out = apply_view_numpy(host, a._view.steps).view()
+    out.flags.writeable = False
+    return out
