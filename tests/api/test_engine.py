@@ -16,7 +16,7 @@ from tracer import plans
 from tracer.ir import liveness
 from tracer.ir.config import context
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("tracer", "ir", "opt", "cuda_kernels")
 
 
