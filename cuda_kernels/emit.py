@@ -106,6 +106,7 @@ def key_hash(text: str) -> str:
 
 class Emitter:
     """Emits statements computing body nodes at index tuples. One per kernel."""
+    helper_sources: dict[str, str] = HELPERS  # a backend's own versions replace some helpers
 
     def __init__(self, body: Node, backend: str):
         self.backend = backend
@@ -199,7 +200,7 @@ class Emitter:
         needed_helpers(text, self.helpers)
 
     def helper_source(self, decorator: str) -> str:
-        return helper_source(self.helpers, decorator)
+        return helper_source(self.helpers, decorator, self.helper_sources)
 
 
 def needed_helpers(text: str, have: set[str]) -> set[str]:
@@ -211,5 +212,5 @@ def needed_helpers(text: str, have: set[str]) -> set[str]:
     return have
 
 
-def helper_source(helpers: set[str], decorator: str) -> str:
-    return "\n\n".join(f"{decorator}\n{HELPERS[h]}" for h in sorted(helpers))
+def helper_source(helpers: set[str], decorator: str, sources: dict = HELPERS) -> str:
+    return "\n\n".join(f"{decorator}\n{sources[h]}" for h in sorted(helpers))

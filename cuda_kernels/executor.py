@@ -51,8 +51,10 @@ def buffer_contiguous(buf) -> bool:
     if isinstance(buf, Slot):
         return buf.contiguous
     v = buf.value
-    return bool(getattr(v, "flags", None) is not None and v.flags.c_contiguous) or \
-        getattr(v, "is_c_contiguous", lambda: False)()
+    if isinstance(v, (np.ndarray, np.generic)):
+        return np.asarray(v).flags.c_contiguous
+    # a device array (numba-cuda's `flags` is a plain dict, the simulator's NumPy's own)
+    return bool(getattr(v, "is_c_contiguous", lambda: False)())
 
 
 def _contiguous_producer(n: Node) -> bool:

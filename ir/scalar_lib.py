@@ -196,7 +196,12 @@ def _fmod_T(a, b):
         return b
     if b == 0 or math.isinf(a):
         return _T(_dnan())
-    return math.copysign(abs(a) % abs(b), a)
+    return math.copysign(_absmod(a, b), a)
+""")
+# |a| mod |b|; the cuda backend has its own (cuda_kernels/cuda/codegen.py HELPER_SOURCES)
+_h("_absmod", """
+def _absmod(a, b):
+    return abs(a) % abs(b)
 """)
 _typed("""
 def _ffloordiv_T(a, b):

@@ -187,7 +187,11 @@ class CudaBackend(Backend):
 
     def from_host(self, a: np.ndarray):
         a = np.asarray(a)  # (np.ascontiguousarray would turn a 0-d array into shape (1,))
-        return self._api().to_device(a if a.flags.c_contiguous else a.copy(order="C"))
+        # NumPy calls an empty array, or one reversed along a length-1 axis, C-contiguous, but
+        # numba-cuda cannot copy a negative stride back, and slices it to size 0
+        if not a.flags.c_contiguous or any(s < 0 for s in a.strides):
+            a = a.copy(order="C")
+        return self._api().to_device(a)
 
     def from_buffer(self, buf: Buffer):
         """The device value of a leaf: a host array is copied once; the device copy replaces

@@ -3,11 +3,14 @@ as Python source for numba.cuda; cuda/backend.py loads and launches it. See its 
 the kernel shapes."""
 from __future__ import annotations
 
+from collections import ChainMap
+
 import numpy as np
 
 from tracer.ir import Node, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS
+from tracer.ir.scalar_lib import HELPERS
 from ..emit import Emitter, tname
 from ..planning import (acc_dtype, combine_expr, emit_ready, ident_literal, reduce_layout,
                         row_index, row_plan, stores)
@@ -43,9 +46,16 @@ def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[s
     return out
 
 
+# numba-cuda computes a float `%` as a - b * floor(a / b): NaN for an infinite b, inexact for
+# a large a (remainder(1e308, 6) was 5e291); libdevice's fmod is exact
+HELPER_SOURCES = ChainMap({"_absmod": "def _absmod(a, b):\n    return math.fmod(abs(a), abs(b))"},
+                          HELPERS)
+
+
 class CudaEmitter(Emitter):
     """The emitter of numba.cuda kernels: a 0-d array is launched as a 1-element array, so it
     is read and written at [0]."""
+    helper_sources = HELPER_SOURCES
 
     def __init__(self, body: Node):
         super().__init__(body, "cuda")

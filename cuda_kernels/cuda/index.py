@@ -26,7 +26,7 @@ import numpy as np
 from tracer.ir import Node
 from tracer.ir.registry import OPS
 from ..emit import helper_source, needed_helpers, tname
-from .codegen import _tpb, _unflatten
+from .codegen import HELPER_SOURCES, _tpb, _unflatten
 from .memory import cstrides
 
 ATOMIC = {"add": "add", "maximum": "max", "minimum": "min"}
@@ -79,7 +79,7 @@ def gen_index(arg: str, name: str) -> str:
         tpl = OPS[SERIAL_OPS[int(serial.group(1))]].template((dt, dt), dt, "cuda")
         L.append(f"        out[off] = {tname(dt)}({tpl.format('out[off]', 'v[flat]')})")
         helpers = needed_helpers(tpl, set())
-        return helper_source(helpers, "@_devjit") + "\n\n\n" + "\n".join(L) if helpers \
+        return helper_source(helpers, "@_devjit", HELPER_SOURCES) + "\n\n\n" + "\n".join(L) if helpers \
             else "\n".join(L)
     L.append("        " + {
         "gather": "out[flat] = x[off]",

@@ -56,3 +56,47 @@ def test_reduction_over_each_axis_of_a_2d_input(axis):
     a = np.asarray(ha)
     _check((a * a).sum(axis=axis), (ha * ha).sum(axis=axis))
     _check(np.max(a - 1.0, axis=axis), numpy.max(ha - 1.0, axis=axis))
+
+
+# ------------------------------------------------ found on an H100 (bench/RESULTS.md, 2026-11-24)
+
+def test_a_device_array_whose_flags_are_a_dict_is_read_as_contiguous():
+    # numba-cuda's DeviceNDArray.flags is a plain dict (the simulator's are NumPy's): the plan
+    # cache's layout check raised AttributeError on every evaluation of a device-held input
+    from tracer.cuda_kernels.executor import buffer_contiguous
+    from tracer.ir import Buffer
+
+    class Device:
+        flags = {"C_CONTIGUOUS": True, "F_CONTIGUOUS": False}
+
+        def __init__(self, c):
+            self.c = c
+
+        def is_c_contiguous(self):
+            return self.c
+
+    assert buffer_contiguous(Buffer(Device(True)))
+    assert not buffer_contiguous(Buffer(Device(False)))
+
+
+@pytest.mark.parametrize("host", [numpy.zeros((2, 1), complex)[..., ::-1],
+                                  numpy.zeros((2, 0), numpy.float16)[::-1],
+                                  numpy.arange(6.).reshape(2, 3)[:, 1:2][::-1]])
+def test_uploads_have_no_negative_strides(host):
+    # NumPy calls these C-contiguous; numba-cuda cannot copy a negative stride back to the
+    # host and slices one to size 0 ("incompatible shape (2, 0) vs. (2, 1)")
+    from tracer.cuda_kernels import backends
+    dev = backends.get("cuda").from_host(host)
+    assert all(s >= 0 for s in dev.strides)
+    numpy.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+def test_float_mod_on_cuda_is_libdevice_fmod():
+    # numba-cuda's float % is a - b * floor(a / b): fmod(4, -inf) was NaN and
+    # remainder(1e308, 6) 5e291 on the device (the simulator runs Python's %, so check the source)
+    import tracer
+    a = np.asarray(numpy.array([4, -3, 6], "int64"))
+    for expr in (lambda m, x: m.fmod(x, -numpy.inf), lambda m, x: m.remainder(1e308, x)):
+        plan = tracer.explain(expr(np, a))
+        assert "math.fmod(abs(a), abs(b))" in "\n".join(k.source for k in plan.kernels)
+        _check(expr(np, a), expr(numpy, numpy.array([4, -3, 6], "int64")))
