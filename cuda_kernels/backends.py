@@ -15,7 +15,8 @@ import numpy as np
 from numba.core import config as numba_config
 
 from tracer.ir import Node
-from tracer.ir.registry import fusion_outputs, py_slice
+from tracer.ir.catalogue import py_slice
+from tracer.ir.registry import fusion_outputs
 from tracer.ir.interp import eval_node
 from tracer.ir.stats import STATS
 from . import cpu

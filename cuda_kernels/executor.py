@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracer.ir import Buffer, Node, Slot, toposort
-from tracer.ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
-from tracer.ir import library_ops
-from tracer.ir.registry import OPS, fusion_outputs
+from tracer.opt.liveness import Storage, consts_only, leaf_const
+from tracer.ir.registry import LIBRARY_OPS, OPS, VIEW_OPS, fusion_outputs
 from tracer.ir.stats import STATS
 from . import backends
 from .backends import const_value, fill
@@ -21,7 +20,6 @@ from .cpu import is_flat
 from .emit import Emitter
 from .tiled import fits as tiled_fits, run_tiled
 
-LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter") + library_ops.NAMES
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from tracer.ir import Node
-from tracer.ir.registry import scatter_key
+from tracer.ir.catalogue import scatter_key
 from .compiler import cached_njit
 
 PRIVATE_MIN_UPDATES = 1 << 16   # below this, threads cost more than they save

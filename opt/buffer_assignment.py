@@ -1,17 +1,19 @@
 """Buffer assignment, the last pass: marks each slice write and scatter that can update its
 operand's buffer in place (`inplace` attribute), and each elementwise fusion that can write its
 result over a param that dies there (`reuse` = the param's index); the rules are
-ir/liveness.py's. Reshapes and other views already alias their input. A backend that cannot
+opt/liveness.py's. Reshapes and other views already alias their input. A backend that cannot
 update in place ignores the marks and copies, and the executor counts those bytes
 (`explain(...).bytes_copied`)."""
 from __future__ import annotations
 
-from tracer.ir import Node, make, toposort
-from tracer.ir.liveness import Storage
+from tracer.ir import Node, make
+from .liveness import Storage
+from .rewrite import order_of
 
 
 def buffer_assignment(roots: list[Node]) -> list[Node]:
-    order = toposort(roots)
+    """Buffer assignment. O(n) plus an O(body) walk per fusion (is it elementwise)."""
+    order = order_of(roots)
     reuse: dict[int, int] = {}
 
     def take(n: Node, k: int) -> bool:

@@ -68,5 +68,6 @@ def expand_one_index(n: Node) -> Node | None:
 
 
 def scatter_expander(roots: list[Node]) -> list[Node]:
+    """Scatter expander. O(k n) for k sweeps (one when nothing expands, two otherwise)."""
     return apply_rules(roots, [expand_one_index])
 

@@ -79,4 +79,5 @@ _SINK = by_op(SINKING)
 
 
 def sink_movement(roots: list[Node]) -> list[Node]:
+    """Movement sinking. O(k n) rule tries for k sweeps (k <= 16; one when nothing moves)."""
     return apply_rules(roots, [_SINK])

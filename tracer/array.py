@@ -20,7 +20,7 @@ import numpy as np
 from tracer.cuda_kernels import snapshot
 from tracer.ir import Node
 from tracer.ir.config import CONFIG
-from tracer.ir.registry import py_slice
+from tracer.ir.catalogue import py_slice
 from . import debug
 from . import graph as G
 
