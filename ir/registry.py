@@ -50,7 +50,8 @@ class Props:
 
 
 # A reduction's accumulator rule (OpDef.accumulate): how kernels accumulate it.
-ACC_WIDE = "wide"        # floats accumulate in float64 (sums), others in the dtype
+ACC_WIDE = "wide"        # floats accumulate in float64 (sums: NumPy sums pairwise in the
+                         # dtype; both are accurate), others in the dtype
 ACC_DTYPE = "dtype"      # in the dtype, in order, as NumPy (rounds and overflows where it does)
 ACC_SELECT = "select"    # compare-and-select; float NaNs are noted in a flag (max, min)
 ACC_LOGICAL = "logical"  # over the values' truth (any, all)
@@ -84,12 +85,6 @@ def register(d: OpDef) -> OpDef:
 
 def get(name: str) -> OpDef:
     return OPS[name]
-
-
-def kind(op: str) -> Kind | None:
-    """The kind of op `op`, None for a name the registry does not know."""
-    d = OPS.get(op)
-    return None if d is None else d.kind
 
 
 _NAMES_CACHE: dict[Callable, tuple[str, ...]] = {}
@@ -137,8 +132,6 @@ def names(pred: Callable[[OpDef], bool]) -> tuple[str, ...]:
 CHEAP_OPS = OpNames(lambda d: d.props.cheap)
 VIEW_OPS = OpNames(lambda d: d.props.view)
 LIBRARY_OPS = OpNames(lambda d: d.props.library)
-REDUCTIONS = OpNames(lambda d: d.kind is Kind.REDUCE)
-UFUNC_REDUCTIONS = OpNames(lambda d: d.kind is Kind.REDUCE and d.ufunc is not None)
 
 
 def is_kind(n: Any, *kinds: Kind) -> bool:
@@ -174,11 +167,3 @@ def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:
         return int(info.min if ident == "-inf" else info.max)
     return ident
 
-
-def accumulator_dtype(op: OpDef, dtype: np.dtype) -> np.dtype:
-    """The dtype a kernel accumulates reduction `op` of values of `dtype` in: float sums in
-    float64 (NumPy sums pairwise in the dtype: both are accurate, and neither order is NumPy's
-    exactly); everything else in the dtype."""
-    if op.accumulate == ACC_WIDE and dtype.kind == "f":
-        return np.dtype(np.float64)
-    return np.dtype(dtype)

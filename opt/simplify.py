@@ -14,7 +14,7 @@ import numpy as np
 from tracer.ir import Node, make
 from tracer.ir.node import make_const
 from tracer.ir.interp import eval_node
-from tracer.ir.registry import OPS, Kind, reduce_identity
+from tracer.ir.registry import OPS, Kind, names, reduce_identity
 from .rewrite import Rule, apply_rules, order_of, rebuild
 
 # ---------------------------------------------------------------- helpers
@@ -121,10 +121,6 @@ def _loop_in(n: Node) -> np.dtype:
     return uf.resolve_dtypes(tuple(i.dtype for i in n.inputs) + (None,) * uf.nout)[0]
 
 
-def _ops(pred) -> tuple[str, ...]:
-    return tuple(name for name, d in OPS.items() if pred(d))
-
-
 def on(*ops: str):
     """A rule that matches nodes of these ops; the simplifier only tries it on them."""
     wanted = frozenset(ops)
@@ -141,8 +137,8 @@ def on(*ops: str):
 _INTS = "iu"
 _EXACT = "biu"          # integer and bool dtypes: every op is exact, wrap-around included
 _ROUNDING = ("floor", "ceil", "trunc", "rint")
-_REDUCTIONS = _ops(lambda d: d.kind is Kind.REDUCE and d.ufunc is not None)
-_MOVEMENT = _ops(lambda d: d.kind is Kind.MOVEMENT)
+_REDUCTIONS = names(lambda d: d.kind is Kind.REDUCE and d.ufunc is not None)
+_MOVEMENT = names(lambda d: d.kind is Kind.MOVEMENT)
 _REDUCE_OF = {OPS[r].ufunc.__name__: OPS[r] for r in _REDUCTIONS}
 
 
@@ -326,13 +322,13 @@ def power_zero(n: Node) -> Node | None:
 
 # ---------------------------------------------------------------- max, min, logical, bitwise
 
-@on(*_ops(lambda d: d.props.involution))
+@on(*names(lambda d: d.props.involution))
 def involution(n: Node) -> Node | None:
     # -(-x) -> x, ~~x -> x
     return n.inputs[0].inputs[0] if n.inputs[0].op == n.op else None
 
 
-@on(*_ops(lambda d: d.props.idempotent))
+@on(*names(lambda d: d.props.idempotent))
 def idempotent(n: Node) -> Node | None:
     # maximum(x, x) -> x, x & x -> x
     return _same_bool(n.inputs[0], n) if n.inputs[0] is n.inputs[1] else None
