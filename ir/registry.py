@@ -64,7 +64,7 @@ class OpDef:
     nin: int                                  # -1: variadic
     shape_rule: Callable[[list[tuple], dict], tuple]
     dtype_rule: Callable[[list[np.dtype], dict], np.dtype]
-    ref: Callable[..., Any] | None            # NumPy meaning: ref(*arrays, **attrs)
+    ref: Callable[..., Any]                   # NumPy meaning: ref(*arrays, **attrs)
     template: Callable[[tuple, np.dtype, str], str | None] | None = None
     identity: Any = None                      # reductions: value of an empty reduction
     combine: str | None = None                # reductions: expression of (acc, v)
