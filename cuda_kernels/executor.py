@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracer.ir import Buffer, Node, Slot, toposort
-from tracer.ir.liveness import VIEW_OPS, Storage, consts_only, leaf_const
-from tracer.ir import library_ops
-from tracer.ir.registry import fusion_outputs
+from tracer.ir.registry import (LIBRARY_OPS, VIEW_OPS, consts_only, fusion_outputs,
+                                 leaf_const)
 from tracer.ir.stats import STATS
 from . import backends
 from .base import const_value, fill
@@ -21,7 +20,6 @@ from .planning import is_flat
 from .emit import Emitter
 from .tiled import fits as tiled_fits, run_tiled
 
-LIBRARY_OPS = ("matmul", "concatenate", "setslice", "gather", "scatter") + library_ops.NAMES
 PARALLEL_MIN = 1 << 16  # below this many elements threads cost more than they save
 
 
@@ -69,10 +67,10 @@ def _flat(n: Node) -> bool:
         all(_contiguous_producer(i) for i in n.inputs)
 
 
-def lower(roots: list[Node], backend: str, memory=None) -> Program:
+def lower(roots: list[Node], backend: str, memory) -> Program:
     """Plan the program: its steps, kernel objects (generated source, no compile started) and
-    memory. `memory`: buffer assignment's plan of these roots (peak, copied, inplace,
-    freed_after), so liveness is not built again; None builds it here."""
+    memory. `memory`: the memory plan of these roots (opt/buffer_assignment.py's MemoryPlan:
+    peak, copied, inplace, freed_after), so liveness is not built again here."""
     order = toposort(roots)
     interpreted, consts_of = [], {}
     fills: dict[int, object] = {}
@@ -90,13 +88,9 @@ def lower(roots: list[Node], backend: str, memory=None) -> Program:
             interpreted.append(n.op)
     kernels = get_kernels(requests, backends.get(backend)) if requests else []
     kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
-    if memory is None:
-        peak, copied, inplace, freed = plan_memory(roots, order)
-    else:
-        peak, copied, inplace, freed = (memory.peak, memory.copied, set(memory.inplace),
-                                        memory.freed_after)
-    return Program(list(roots), order, kernels, kernel_of, backend, peak, copied, interpreted,
-                   consts_of, inplace, fills, _dead_after(order, roots), freed)
+    return Program(list(roots), order, kernels, kernel_of, backend, memory.peak, memory.copied,
+                   interpreted, consts_of, set(memory.inplace), fills, _dead_after(order, roots),
+                   memory.freed_after)
 
 
 def compile(program: Program) -> None:
@@ -122,17 +116,6 @@ def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:
         if i not in keep:
             dead[pos].append(i)
     return dead
-
-
-def plan_memory(roots: list[Node], order: list[Node]
-                ) -> tuple[int, int, set[int], list[list[int]]]:
-    """Planned peak of intermediate buffers (inputs and requested outputs excluded), the bytes
-    that updates copy, the updates run in place (those buffer assignment marked), and per
-    position the storages that die there."""
-    st = Storage(order, roots)
-    inplace, copied = st.walk_updates(lambda n: bool(n.attr("inplace")),
-                                      lambda n, k: n.attr("reuse") == k)
-    return st.peak(), copied, inplace, st.freed_after()
 
 
 def _storages(v) -> list:

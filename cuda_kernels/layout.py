@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from tracer.ir import Node, Slot
-from tracer.ir.liveness import VIEW_OPS
+from tracer.ir.registry import VIEW_OPS
 from tracer.ir.registry import OPS
 
 

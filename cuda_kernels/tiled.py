@@ -26,8 +26,7 @@ import numpy as np
 
 from tracer.ir import Node, toposort
 from tracer.ir.interp import apply_ref, eval_node
-from tracer.ir.liveness import VIEW_OPS
-from tracer.ir.registry import OPS, fusion_outputs
+from tracer.ir.registry import OPS, VIEW_OPS, fusion_outputs
 from .planning import acc_dtype
 from .threads import run_split
 

@@ -1,6 +1,8 @@
-"""The graph: interned nodes, the op registry, printer, verifier and NumPy interpreter."""
+"""The graph: interned nodes, the op registry (machinery and catalogue), printer, verifier and
+NumPy interpreter."""
 from .node import Buffer, Node, Slot, make, toposort, users
 from .registry import OPS, Kind, OpDef, Props, get
+from . import catalogue, library_ops  # noqa: F401  (the catalogue: registers every op)
 from .printer import format_graph
 from .verify import VerifyError, verify
 from .interp import run_graph

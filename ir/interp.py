@@ -6,18 +6,15 @@ from typing import Any, Callable
 import numpy as np
 
 from .node import Node, toposort
-from .registry import OPS
+from .registry import OPS, TUPLE_DTYPE, Kind
 
 
 def eval_node(n: Node, args: list[Any]) -> np.ndarray:
-    if n.op == "fusion":
+    d = OPS[n.op]
+    if d.kind is Kind.FUSION:
         return run_graph([n.attr("body")], params=args)[0]
-    if n.op == "param":
-        raise AssertionError("param outside a fusion body")
-    if n.op == "tuple":
-        return tuple(args)
-    if n.op == "output":
-        return args[0][n.attr("index")]
+    if n.dtype == TUPLE_DTYPE:  # a multi-output body's tuple of values
+        return d.ref(*args)
     with np.errstate(all="ignore"):
         out = apply_ref(n, args)
     assert out.shape == n.shape, (n.op, out.shape, n.shape)
@@ -35,9 +32,10 @@ def run_graph(roots: list[Node], params: list[Any] | None = None,
     """Values of roots. `params` feeds `param` nodes (fusion bodies); `leaf` may map leaves."""
     vals: dict[int, Any] = {}
     for n in toposort(roots):
-        if n.op == "param":
+        kind = OPS[n.op].kind
+        if kind is Kind.PARAM:
             vals[id(n)] = np.asarray(params[n.attr("index")])
-        elif leaf is not None and not n.inputs and n.op == "input":
+        elif leaf is not None and kind is Kind.LEAF and n.op == "input":
             vals[id(n)] = leaf(n)
         else:
             vals[id(n)] = eval_node(n, [vals[id(i)] for i in n.inputs])

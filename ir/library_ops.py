@@ -2,13 +2,16 @@
 (tie order of unstable sorts, NaN placement, accumulation order) are NumPy's own.
 
 Each takes its axis already normalized (tracer flattens for axis=None); `ref(*inputs, **attrs)`
-is the NumPy call. The executor runs every op named in NAMES as a library call.
+is the NumPy call. Each is registered with kind LIBRARY and `props.library`, so the executor runs
+it as a library call.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .registry import Kind, OpDef, register
+from .registry import Kind, OpDef, Props, register
+
+_LIB = Props(library=True)
 
 
 def _same_shape(shapes, attrs):
@@ -38,18 +41,18 @@ def _searchsorted(a, v, *sorter, side):
 
 
 def _cumulative(name, fn):
-    register(OpDef(name, Kind.OTHER, 1, _same_shape, _attr_dtype, ref=fn))
+    register(OpDef(name, Kind.LIBRARY, 1, _same_shape, _attr_dtype, ref=fn, props=_LIB))
 
 
 # attrs: sort/argsort (axis, kind); partition/argpartition (kth, axis, kind);
 # searchsorted (side) with an optional third input, the sorter; cumsum/cumprod (axis, dtype)
-register(OpDef("sort", Kind.OTHER, 1, _same_shape, _same_dtype, ref=np.sort))
-register(OpDef("argsort", Kind.OTHER, 1, _same_shape, _intp, ref=np.argsort))
-register(OpDef("partition", Kind.OTHER, 1, _same_shape, _same_dtype, ref=np.partition))
-register(OpDef("argpartition", Kind.OTHER, 1, _same_shape, _intp, ref=np.argpartition))
-register(OpDef("searchsorted", Kind.OTHER, -1, _searchsorted_shape, _intp, ref=_searchsorted))
+register(OpDef("sort", Kind.LIBRARY, 1, _same_shape, _same_dtype, ref=np.sort, props=_LIB))
+register(OpDef("argsort", Kind.LIBRARY, 1, _same_shape, _intp, ref=np.argsort, props=_LIB))
+register(OpDef("partition", Kind.LIBRARY, 1, _same_shape, _same_dtype, ref=np.partition,
+               props=_LIB))
+register(OpDef("argpartition", Kind.LIBRARY, 1, _same_shape, _intp, ref=np.argpartition,
+               props=_LIB))
+register(OpDef("searchsorted", Kind.LIBRARY, -1, _searchsorted_shape, _intp, ref=_searchsorted,
+               props=_LIB))
 _cumulative("cumsum", np.cumsum)
 _cumulative("cumprod", np.cumprod)
-
-NAMES: tuple[str, ...] = ("sort", "argsort", "partition", "argpartition", "searchsorted",
-                          "cumsum", "cumprod")

@@ -1,5 +1,11 @@
-"""The op registry: one entry per op, read by the tracer, the passes, codegen, the interpreter and
-the tests.
+"""The op registry's machinery: what an op entry is (OpDef, Kind, Props), registration and
+lookups by property. The entries themselves live in the catalogue modules (`catalogue.py`,
+`library_ops.py`), which import this module; this module imports none of them. `tracer.ir`
+imports the catalogue, so any import of the package sees every op registered.
+
+Code asks an op's properties (its kind, `props.cheap`, `props.view`, `props.library`, a
+reduction's `ufunc`, `combine`, `identity` and `accumulate`) instead of comparing op names:
+adding an op is one catalogue entry.
 
 An elementwise entry's `template(in_dtypes, out_dtype, backend)` returns a Python expression over
 `{0}`, `{1}`, ... (operands already cast to the loop's input dtypes) or None when there is no kernel
@@ -9,15 +15,15 @@ the expression to the output dtype, which gives NumPy's wrap-around for integers
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 
 class Kind(enum.Enum):
-    LEAF = "leaf"
+    LEAF = "leaf"            # input, const: values from outside the graph
+    PARAM = "param"          # a fusion body's stand-in for the fusion's input `index`
     ELEMENTWISE = "elementwise"
     REDUCE = "reduce"
     MOVEMENT = "movement"
@@ -25,7 +31,9 @@ class Kind(enum.Enum):
     UPDATE = "update"        # dynamic-update-slice family
     GATHER = "gather"        # integer-array indexing
     SCATTER = "scatter"      # integer-array writes
-    OTHER = "other"          # concatenate and friends: run as library calls
+    FUSION = "fusion"        # a kernel: attr `body` is its own graph over `param` nodes
+    LIBRARY = "library"      # one call of NumPy's routine between kernels (sort, cumsum, ...)
+    OTHER = "other"          # concatenate and friends, tuple/output of multi-output fusions
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,19 @@ class Props:
     associative: bool = False
     idempotent: bool = False      # f(x, x) == x
     involution: bool = False      # f(f(x)) == x
+    # recomputing it costs less than a store and a load: fusion may duplicate it, and a row
+    # kernel recomputes it instead of stashing
+    cheap: bool = False
+    view: bool = False            # its result shares its first input's storage
+    library: bool = False         # runs as one library call between kernels (BLAS, NumPy)
+
+
+# A reduction's accumulator rule (OpDef.accumulate): how kernels accumulate it.
+ACC_WIDE = "wide"        # floats accumulate in float64 (sums: NumPy sums pairwise in the
+                         # dtype; both are accurate), others in the dtype
+ACC_DTYPE = "dtype"      # in the dtype, in order, as NumPy (rounds and overflows where it does)
+ACC_SELECT = "select"    # compare-and-select; float NaNs are noted in a flag (max, min)
+ACC_LOGICAL = "logical"  # over the values' truth (any, all)
 
 
 @dataclass(frozen=True)
@@ -48,7 +69,8 @@ class OpDef:
     identity: Any = None                      # reductions: value of an empty reduction
     combine: str | None = None                # reductions: expression of (acc, v)
     props: Props = field(default_factory=Props)
-    ufunc: np.ufunc | None = None
+    ufunc: np.ufunc | None = None             # elementwise: the ufunc; reductions: what reduces
+    accumulate: str | None = None             # reductions: ACC_* above
 
 
 OPS: dict[str, OpDef] = {}
@@ -57,6 +79,7 @@ OPS: dict[str, OpDef] = {}
 def register(d: OpDef) -> OpDef:
     assert d.name not in OPS, d.name
     OPS[d.name] = d
+    _NAMES_CACHE.clear()
     return d
 
 
@@ -64,473 +87,74 @@ def get(name: str) -> OpDef:
     return OPS[name]
 
 
-# ---------------------------------------------------------------- helpers for templates
+_NAMES_CACHE: dict[Callable, tuple[str, ...]] = {}
 
-def _nokernel(dts) -> bool:
-    return any(dt.kind in "cOSUVMm" or dt.itemsize == 2 and dt.kind == "f" for dt in dts)
 
+class OpNames:
+    """The names of the registered ops with a property, read from the registry when used (so a
+    module may define one before the catalogue is imported). Supports `in`, iteration and
+    `+` with a tuple of names."""
 
-def T(expr: str | Callable | None, floats: str | None = None) -> Callable:
-    """A template; `floats` overrides it for float loops. Complex/float16 loops get no kernel."""
-    def tpl(in_dts, out_dt, backend):
-        if _nokernel(tuple(in_dts) + (out_dt,)):
-            return None
-        e = floats if (floats is not None and in_dts and in_dts[0].kind == "f") else expr
-        return e(in_dts, out_dt, backend) if callable(e) else e
-    return tpl
+    def __init__(self, pred: Callable[[OpDef], bool]):
+        self._pred = pred
 
+    def _names(self) -> tuple[str, ...]:
+        got = _NAMES_CACHE.get(self._pred)
+        if got is None:
+            got = _NAMES_CACHE[self._pred] = tuple(n for n, d in OPS.items() if self._pred(d))
+        return got
 
-# ---------------------------------------------------------------- shape and dtype rules
+    def __contains__(self, op: object) -> bool:
+        d = OPS.get(op)  # type: ignore[arg-type]
+        return d is not None and self._pred(d)
 
-def same_shape(shapes, attrs):
-    for s in shapes[1:]:
-        if s != shapes[0]:
-            raise ValueError(f"elementwise inputs differ in shape: {shapes}")
-    return shapes[0]
-
-
-def ufunc_dtype(uf: np.ufunc):
-    def rule(dts, attrs):
-        return uf.resolve_dtypes(tuple(dts) + (None,) * uf.nout)[uf.nin]
-    return rule
-
-
-def reduce_shape(shapes, attrs):
-    axes = attrs["axes"]
-    return tuple(s for i, s in enumerate(shapes[0]) if i not in axes)
-
-
-# ---------------------------------------------------------------- elementwise ufuncs
-
-def _ufunc(name: str, tpl, props: Props = Props()):
-    uf = getattr(np, name)
-    register(OpDef(name, Kind.ELEMENTWISE, uf.nin, same_shape, ufunc_dtype(uf),
-                   ref=uf, template=tpl, props=props, ufunc=uf))
-
-
-def _bits(dt: np.dtype) -> int:
-    return dt.itemsize * 8
-
-
-def _int_or_float(i: str, f: str) -> Callable:
-    return T(i, floats=f)
-
-
-def _ft(dt: np.dtype) -> str:
-    """The generated modules' alias of a float type (np.float32 is `_f32`)."""
-    return {4: "_f32", 8: "_f64"}[dt.itemsize]
-
-
-def typed(helper: str, nargs: int) -> Callable:
-    """A call of the float helper variant for the loop's float type (scalar_lib._typed)."""
-    args = ", ".join(f"{{{k}}}" for k in range(nargs))
-    return lambda i, o, b: f"{helper}{_ft(o)}({args})"
-
-
-def scaled(c64: float, c32: float) -> Callable:
-    """x * c with NumPy's constant for the loop's type: float32 loops multiply by a float32
-    constant computed in float32 (npy_rad2degf: x * (180.0f / NPY_PIf))."""
-    return T(lambda i, o, b: f"({{0}} * {_ft(o)}({c32 if o.itemsize == 4 else c64!r}))")
-
-
-_C = Props(commutative=True, associative=True)
-_CI = Props(commutative=True, associative=True, idempotent=True)
-
-_ufunc("add", T("({0} + {1})"), _C)
-_ufunc("subtract", T("({0} - {1})"))
-_ufunc("multiply", T("({0} * {1})"), _C)
-_ufunc("divide", T("({0} / {1})"))
-_ufunc("floor_divide", _int_or_float("_ifloordiv({0}, {1})", typed("_ffloordiv", 2)))
-_ufunc("remainder", _int_or_float("_iremainder({0}, {1})", typed("_fremainder", 2)))
-_ufunc("fmod", _int_or_float("_ifmod({0}, {1})", typed("_fmod", 2)))
-_ufunc("power", T(None, floats="_fpow({0}, {1})"))
-_ufunc("float_power", T(None, floats="_fpow({0}, {1})"))
-_ufunc("negative", T("(-{0})"), Props(involution=True))
-_ufunc("positive", T("{0}"))
-_ufunc("absolute", T(lambda i, o, b: "{0}" if i[0].kind in "ub" else "abs({0})",
-                     floats="math.fabs({0})"))
-_ufunc("fabs", T("math.fabs({0})"))
-_ufunc("sign", T("_sign({0})"))
-_ufunc("square", T("({0} * {0})"))
-_ufunc("reciprocal", T(None, floats="(1.0 / {0})"))
-_ufunc("conjugate", T("{0}"))
-_ufunc("sqrt", T("math.sqrt({0})"))
-_ufunc("cbrt", T(lambda i, o, b: "np.cbrt({0})" if b == "cpu" else "_cbrt({0})"))
-
-
-def vec(f32: str | None, f64: str | None, libm: str) -> Callable:
-    """The cpu backend's vectorizable helper (scalar_lib `_v*`) for a float32 or float64
-    loop where there is one; libm's scalar call otherwise and on cuda."""
-    def pick(i, o, b):
-        h = f32 if o.itemsize == 4 else f64
-        if b != "cpu" or h is None:
-            return libm
-        return f"{h}({_ft(o)}({{0}}))"
-    return T(pick)
-
-
-_ufunc("exp", vec("_vexp32", "_vexp64", "math.exp({0})"))
-_ufunc("exp2", T(typed("_exp2", 1)))
-_ufunc("expm1", T("math.expm1({0})"))
-_ufunc("log", vec("_vlog32", "_vlog64", "math.log({0})"))
-_ufunc("log2", vec("_vlog2_32", None, "math.log2({0})"))
-_ufunc("log10", vec("_vlog10_32", None, "math.log10({0})"))
-_ufunc("log1p", T("math.log1p({0})"))
-_ufunc("logaddexp", T(typed("_logaddexp", 2)), Props(commutative=True))
-_ufunc("logaddexp2", T(typed("_logaddexp2", 2)), Props(commutative=True))
-_ufunc("sin", vec("_vsin32", None, "math.sin({0})"))
-_ufunc("cos", vec("_vcos32", None, "math.cos({0})"))
-for _n, _m in [("tan", "tan"), ("arcsin", "asin"),
-               ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
-               ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
-    _ufunc(_n, T(f"math.{_m}({{0}})"))
-_ufunc("tanh", vec("_vtanh32", None, "math.tanh({0})"))
-_ufunc("arctan2", T("math.atan2({0}, {1})"))
-_ufunc("hypot", T("math.hypot({0}, {1})"), Props(commutative=True))
-_DEG2RAD = scaled(math.pi / 180, float(np.float32(np.pi) / np.float32(180)))
-_RAD2DEG = scaled(180 / math.pi, float(np.float32(180) / np.float32(np.pi)))
-_ufunc("deg2rad", _DEG2RAD)
-_ufunc("radians", _DEG2RAD)
-_ufunc("rad2deg", _RAD2DEG)
-_ufunc("degrees", _RAD2DEG)
-_ufunc("floor", T("{0}", floats="_floor({0})"))
-_ufunc("ceil", T("{0}", floats="_ceil({0})"))
-_ufunc("trunc", T("{0}", floats="_trunc({0})"))
-_ufunc("rint", T("{0}", floats="_rint({0})"))
-_ufunc("maximum", T("_maximum({0}, {1})"), _CI)
-_ufunc("minimum", T("_minimum({0}, {1})"), _CI)  # ties pick the second operand, as NumPy
-_ufunc("fmax", T("_fmax({0}, {1})"), _CI)
-_ufunc("fmin", T("_fmin({0}, {1})"), _CI)
-_ufunc("isnan", T("({0} != {0})"))
-_ufunc("isinf", T("False", floats="math.isinf({0})"))
-_ufunc("isfinite", T("True", floats="math.isfinite({0})"))
-_ufunc("signbit", T("({0} < 0)", floats="_signbit({0})"))
-_ufunc("copysign", T("math.copysign({0}, {1})"))
-_ufunc("heaviside", T("_heaviside({0}, {1})"))
-def _compare(sym: str) -> Callable:
-    """`a sym b`; int64 against uint64 exactly, as NumPy's mixed loop (numba would compare
-    them as float64): a negative int64 is below every uint64."""
-    def tpl(in_dts, out_dt, backend):
-        if sorted(d.name for d in in_dts) != ["int64", "uint64"]:
-            return f"({{0}} {sym} {{1}})"
-        signed = 0 if in_dts[0].kind == "i" else 1
-        neg = eval(f"0 {sym} 1" if signed == 0 else f"1 {sym} 0")  # noqa: S307 (a literal)
-        return f"({neg} if {{{signed}}} < 0 else (_u64({{0}}) {sym} _u64({{1}})))"
-    return tpl
-
-
-for _n, _s in [("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
-               ("greater", ">"), ("greater_equal", ">=")]:
-    _ufunc(_n, T(_compare(_s)), Props(commutative=_n in ("equal", "not_equal")))
-_ufunc("logical_and", T("({0} and {1})"), _CI)
-_ufunc("logical_or", T("({0} or {1})"), _CI)
-_ufunc("logical_xor", T("(({0} != 0) != ({1} != 0))"), Props(commutative=True, associative=True))
-_ufunc("logical_not", T("(not {0})"))
-_ufunc("bitwise_and", T("({0} & {1})"), _CI)
-_ufunc("bitwise_or", T("({0} | {1})"), _CI)
-_ufunc("bitwise_xor", T(lambda i, o, b: "({0} != {1})" if i[0].kind == "b" else "({0} ^ {1})"),
-       Props(commutative=True, associative=True))
-_ufunc("invert", T(lambda i, o, b: "(not {0})" if i[0].kind == "b" else "(~{0})"),
-       Props(involution=True))
-_ufunc("left_shift", T(lambda i, o, b: f"_lshift({{0}}, {{1}}, {_bits(o)})"))
-_ufunc("right_shift", T(lambda i, o, b: f"_{'u' if o.kind == 'u' else ''}rshift({{0}}, {{1}}, "
-                                      f"{_bits(o)})"))
-_WIDE = {"i": "_i64", "u": "_u64"}  # |int8 min| needs a wider type
-_ufunc("gcd", T(lambda i, o, b: f"_gcd({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
-       Props(commutative=True, associative=True))
-# not associative: lcm wraps around where it overflows
-_ufunc("lcm", T(lambda i, o, b: f"_lcm({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
-       Props(commutative=True))
-# No kernel yet (interpreter): nextafter, spacing, ldexp, frexp, modf, divmod.
-for _n in ("nextafter", "spacing", "ldexp"):
-    _ufunc(_n, None)
-
-
-def _cast_ref(x, dtype):
-    with np.errstate(all="ignore"):
-        return x.astype(dtype)
-
-
-register(OpDef("cast", Kind.ELEMENTWISE, 1, same_shape, lambda d, a: np.dtype(a["dtype"]),
-               ref=_cast_ref,
-               template=T(lambda i, o, b: "{0}" if o.kind != "b" else "({0} != 0)")))
-
-
-def _where_dtype(dts, attrs):
-    if dts[0] != np.bool_ or dts[1] != dts[2]:
-        raise TypeError(f"where wants (bool, T, T), got {dts}")
-    return dts[1]
-
-
-register(OpDef("where", Kind.ELEMENTWISE, 3, same_shape, _where_dtype, ref=np.where,
-               template=T("({1} if {0} else {2})")))
-
-
-# ---------------------------------------------------------------- leaves
-
-def _no_rule(shapes, attrs):
-    raise AssertionError("leaf shapes come from their construction")
-
-
-register(OpDef("input", Kind.LEAF, 0, _no_rule, _no_rule, ref=lambda buf: buf.value))
-register(OpDef("const", Kind.LEAF, 0, _no_rule, _no_rule,
-               ref=lambda value, dtype, neg=False, bits=None:
-               np.asarray(-0.0 if neg else value, dtype=dtype),
-               template=T("{0}")))
-register(OpDef("param", Kind.LEAF, 0, _no_rule, _no_rule, ref=None))
-
-
-# ---------------------------------------------------------------- reductions
-
-def _same_dtype(dts, attrs):
-    return dts[0]
-
-
-def _reduce(name, ufunc, identity, combine, props=Props(commutative=True, associative=True)):
-    register(OpDef(name, Kind.REDUCE, 1, reduce_shape, _same_dtype,
-                   ref=lambda x, axes: ufunc.reduce(x, axis=axes),
-                   identity=identity, combine=combine, props=props, ufunc=ufunc))
-
-
-_reduce("reduce_sum", np.add, 0, "(acc + v)")
-_reduce("reduce_prod", np.multiply, 1, "(acc * v)")
-_reduce("reduce_max", np.maximum, "-inf", "_maximum(acc, v)")
-_reduce("reduce_min", np.minimum, "+inf", "_minimum(acc, v)")
-_reduce("reduce_any", np.logical_or, False, "(acc or v)")
-_reduce("reduce_all", np.logical_and, True, "(acc and v)")
-
-
-def _argreduce(name, fn):
-    register(OpDef(name, Kind.REDUCE, 1,
-                   lambda s, a: tuple(d for i, d in enumerate(s[0]) if i != a["axes"][0]),
-                   lambda d, a: np.dtype(np.intp),
-                   ref=lambda x, axes: fn(x, axis=axes[0])))
-
-
-_argreduce("argmax", np.argmax)
-_argreduce("argmin", np.argmin)
-
-
-# ---------------------------------------------------------------- movement (index remaps)
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
 
-def _bcast_shape(shapes, attrs):
-    src, dst = shapes[0], attrs["shape"]
-    if len(src) > len(dst) or any(s not in (1, d) for s, d in zip(src[::-1], dst[::-1])):
-        raise ValueError(f"cannot broadcast {src} to {dst}")
-    return tuple(dst)
-
-
-def _reshape_shape(shapes, attrs):
-    if math.prod(shapes[0]) != math.prod(attrs["shape"]):
-        raise ValueError(f"cannot reshape {shapes[0]} to {attrs['shape']}")
-    return tuple(attrs["shape"])
+    def __len__(self) -> int:
+        return len(self._names())
 
-
-def unit_reshape(src: tuple, dst: tuple) -> bool:
-    """A reshape that only inserts or drops length-1 axes: an index remap, no data movement."""
-    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+    def __add__(self, other: tuple) -> tuple:
+        return self._names() + tuple(other)
 
+    def __radd__(self, other: tuple) -> tuple:
+        return tuple(other) + self._names()
 
-def slice_len(start: int, stop: int, step: int) -> int:
-    return len(range(start, stop, step))
+    def __repr__(self) -> str:
+        return f"OpNames{self._names()}"
 
 
-def _slice_shape(shapes, attrs):
-    return tuple(slice_len(*s) for s in attrs["slices"])
+def names(pred: Callable[[OpDef], bool]) -> tuple[str, ...]:
+    """The names of the ops registered now for which pred(OpDef) holds."""
+    return tuple(n for n, d in OPS.items() if pred(d))
 
 
-def py_slice(start: int, stop: int, step: int) -> slice:
-    """The Python slice for a `slice.indices` triple. Its stop -1 with a negative step means
-    "past element 0", not the last element; an empty triple may even start at -1."""
-    if slice_len(start, stop, step) == 0:
-        return slice(0, 0, 1)
-    return slice(start, stop if stop >= 0 else None, step)
+CHEAP_OPS = OpNames(lambda d: d.props.cheap)
+VIEW_OPS = OpNames(lambda d: d.props.view)
+LIBRARY_OPS = OpNames(lambda d: d.props.library)
 
 
-def _slice_ref(x, slices):
-    return x[tuple(py_slice(*s) for s in slices)]
+def is_kind(n: Any, *kinds: Kind) -> bool:
+    """Node n's op is registered with one of `kinds`."""
+    d = OPS.get(n.op)
+    return d is not None and d.kind in kinds
 
 
-register(OpDef("broadcast_to", Kind.MOVEMENT, 1, _bcast_shape, _same_dtype,
-               ref=lambda x, shape: np.broadcast_to(x, shape)))
-register(OpDef("transpose", Kind.MOVEMENT, 1,
-               lambda s, a: tuple(s[0][p] for p in a["perm"]), _same_dtype,
-               ref=lambda x, perm: np.transpose(x, perm)))
-register(OpDef("reshape", Kind.MOVEMENT, 1, _reshape_shape, _same_dtype,
-               ref=lambda x, shape: np.reshape(x, shape)))
-register(OpDef("slice", Kind.MOVEMENT, 1, _slice_shape, _same_dtype, ref=_slice_ref))
+def leaf_const(n: Any) -> Any:
+    """The node under n's chain of views."""
+    while OPS[n.op].props.view:
+        n = n.inputs[0]
+    return n
 
 
-def _bitcast_shape(shapes, attrs):
-    """ndarray.view(dtype) of a C-contiguous value: the last axis holds the same bytes."""
-    (shape,), dt = shapes, np.dtype(attrs["dtype"])
-    src = np.dtype(attrs["src"]).itemsize
-    if src == dt.itemsize:
-        return tuple(shape)
-    return tuple(shape[:-1]) + (shape[-1] * src // dt.itemsize,)
+def consts_only(n: Any) -> bool:
+    """A broadcast (or reshape) of one constant: a fill."""
+    return leaf_const(n).op == "const"
 
 
-def _bitcast_ref(x, dtype, src):
-    # a copy: the executor gives this op's result a buffer of its own
-    return np.array(x, order="C").view(np.dtype(dtype))
-
-
-# attrs: dtype (the new one) and src (the input's, for the shape rule); a library-free
-# NumPy call, so it runs in the interpreter between kernels
-register(OpDef("bitcast", Kind.OTHER, 1, _bitcast_shape, lambda d, a: np.dtype(a["dtype"]),
-               ref=_bitcast_ref))
-
-
-def _chunk_shape(shapes, attrs):
-    ax, (q, m) = attrs["axis"], attrs["split"]
-    if q * m < shapes[0][ax]:
-        raise ValueError(f"chunk {q}x{m} cannot hold axis {ax} of {shapes[0]}")
-    return shapes[0][:ax] + (q, m) + shapes[0][ax + 1:]
-
-
-def _chunk_ref(x, n, m, axis, split, fill):
-    pad = [(0, 0)] * x.ndim
-    pad[axis] = (0, split[0] * split[1] - x.shape[axis])
-    return np.pad(x, pad, constant_values=fill).reshape(
-        x.shape[:axis] + tuple(split) + x.shape[axis + 1:])
-
-
-# chunk(x, n, m): axis `axis` (length n) padded with `fill` to q*m and split into (q, m). The
-# lengths n and m are also 0-d int64 inputs, so kernels read them as arguments (sizes are never
-# constants in kernel source); the tree-reduction rewriter makes these.
-register(OpDef("chunk", Kind.MOVEMENT, 3, _chunk_shape, _same_dtype, ref=_chunk_ref))
-
-
-# ---------------------------------------------------------------- contraction, update, other
-
-# matmul: [.., m, k] @ [.., k, n] with broadcast batch dims. The attributes `ta`/`tb` (present
-# only when true) say an operand is stored transposed in its last two axes ([.., k, m] for `ta`):
-# the dot decomposer folds transposes into them, and BLAS and the cuda kernel read the operand
-# transposed, so no copy is made.
-
-def matrix_shape(shape: tuple, transposed: bool) -> tuple:
-    """The [.., rows, cols] an operand stands for (its last two axes swapped when transposed)."""
-    return tuple(shape[:-2]) + (shape[-1], shape[-2]) if transposed else tuple(shape)
-
-
-def _matmul_shape(shapes, attrs):
-    a, b = shapes
-    if len(a) < 2 or len(b) < 2:
-        raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
-    a, b = matrix_shape(a, attrs.get("ta", False)), matrix_shape(b, attrs.get("tb", False))
-    if a[-1] != b[-2]:
-        raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
-    return tuple(np.broadcast_shapes(a[:-2], b[:-2])) + (a[-2], b[-1])
-
-
-def _matmul_dtype(dts, attrs):
-    return np.matmul.resolve_dtypes(tuple(dts) + (None,))[2]
-
-
-def _matmul_ref(a, b, ta=False, tb=False):
-    # swapaxes is a view: np.matmul hands BLAS the transposed layout, no copy
-    return np.matmul(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b)
-
-
-register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=_matmul_ref))
-
-
-def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
-    out = np.array(base, copy=True)
-    out[tuple(py_slice(*s) for s in slices)] = value
-    return out
-
-
-def _setslice_shape(shapes, attrs):
-    want = _slice_shape(shapes[:1], attrs)
-    if shapes[1] != want:
-        raise ValueError(f"setslice value shape {shapes[1]} != slice shape {want}")
-    return shapes[0]
-
-
-register(OpDef("setslice", Kind.UPDATE, 2, _setslice_shape, _same_dtype, ref=_setslice_ref))
-
-
-def _concat_shape(shapes, attrs):
-    ax = attrs["axis"]
-    out = list(shapes[0])
-    out[ax] = sum(s[ax] for s in shapes)
-    return tuple(out)
-
-
-register(OpDef("concatenate", Kind.OTHER, -1, _concat_shape, _same_dtype,
-               ref=lambda *xs, axis: np.concatenate(xs, axis=axis)))
-
-
-# gather(x, i0, .., ik-1): NumPy's integer-array indexing of axes `axes` of x by index arrays
-# of one (broadcast) shape B; every other axis of x is taken whole (basic indices are views
-# applied before). The B axes replace the indexed ones where those are adjacent in the user's
-# key, else (`front`) they come first, as NumPy places them. Negative indices count from the
-# end; an index out of bounds raises NumPy's IndexError.
-
-def _gather_shape(shapes, attrs):
-    x, idx = shapes[0], shapes[1:]
-    axes, front = attrs["axes"], attrs["front"]
-    b = tuple(np.broadcast_shapes(*idx)) if idx else ()
-    if any(i != b for i in idx) or len(idx) != len(axes) or not axes:
-        raise ValueError(f"gather wants index arrays of one shape for axes {axes}, got {idx}")
-    if not front and list(axes) != list(range(axes[0], axes[0] + len(axes))):
-        raise ValueError(f"gather: axes {axes} are not adjacent")
-    rest = tuple(d for k, d in enumerate(x) if k not in axes)
-    if front:
-        return b + rest
-    return x[:axes[0]] + b + x[axes[-1] + 1:]
-
-
-def _gather_ref(x, *idx, axes, front):
-    key = [slice(None)] * x.ndim
-    for d, i in zip(axes, idx):
-        key[d] = i
-    out = x[tuple(key)]
-    nb = idx[0].ndim
-    if front and axes[0] > 0 and list(axes) == list(range(axes[0], axes[0] + len(axes))):
-        out = np.moveaxis(out, list(range(axes[0], axes[0] + nb)), list(range(nb)))
-    return out
-
-
-register(OpDef("gather", Kind.GATHER, -1, _gather_shape, _same_dtype, ref=_gather_ref))
-
-
-# scatter(x, i0, .., ik-1, v): x with the elements that gather(x, i0, ..) reads replaced by v
-# (mode "set": NumPy's `x[key] = v`, the last of duplicate indices wins), or combined with them
-# by a ufunc (mode "add", "multiply", ...: NumPy's `ufunc.at`, duplicates accumulate). v has the
-# gather's shape and keeps its own dtype: NumPy casts it as it does for these calls.
-
-def _scatter_shape(shapes, attrs):
-    if _gather_shape(shapes[:-1], attrs) != tuple(shapes[-1]):
-        raise ValueError(f"scatter value shape {shapes[-1]} differs from the indexed shape")
-    return shapes[0]
-
-
-def scatter_key(ndim: int, idx, v, axes, front):
-    """(NumPy key, value laid out for it) of a scatter: NumPy itself puts B first only for
-    non-adjacent axes, so a `front` scatter of adjacent axes moves v's B axes in place."""
-    key = [slice(None)] * ndim
-    for d, i in zip(axes, idx):
-        key[d] = i
-    nb = idx[0].ndim
-    if front and axes[0] > 0 and list(axes) == list(range(axes[0], axes[0] + len(axes))):
-        v = np.moveaxis(v, list(range(nb)), list(range(axes[0], axes[0] + nb)))
-    return tuple(key), v
-
-
-def _scatter_ref(x, *args, axes, front, mode, inplace=False):
-    *idx, v = args
-    key, v = scatter_key(x.ndim, idx, v, axes, front)
-    out = np.array(x, copy=True)
-    if mode == "set":
-        out[key] = v
-    else:
-        getattr(np, mode).at(out, key, v)
-    return out
-
-
-register(OpDef("scatter", Kind.SCATTER, -1, _scatter_shape, _same_dtype, ref=_scatter_ref))
+def is_leaf(n: Any) -> bool:
+    """input or const: a value from outside the graph (params are a body's own leaves)."""
+    return is_kind(n, Kind.LEAF)
 
 
 # Multi-output fusions: a fusion whose body is a `tuple` of output values has the tuple type
@@ -538,28 +162,9 @@ register(OpDef("scatter", Kind.SCATTER, -1, _scatter_shape, _same_dtype, ref=_sc
 TUPLE_DTYPE = np.dtype([])
 
 
-def _output_rule(*_):
-    raise AssertionError("an output's type is its fusion body's tuple element (see ir.verify)")
-
-
-register(OpDef("tuple", Kind.OTHER, -1, lambda s, a: (), lambda d, a: TUPLE_DTYPE,
-               ref=lambda *xs: tuple(xs)))
-register(OpDef("output", Kind.OTHER, 1, _output_rule, _output_rule,
-               ref=lambda t, index: t[index]))
-
-
-def fusion_outputs(body: "Any") -> list:
+def fusion_outputs(body: Any) -> list:
     """The values a fusion body computes: the tuple's elements, or the body itself."""
     return list(body.inputs) if body.op == "tuple" else [body]
-
-
-# Ops whose recomputation costs less than a store and a load: fusion may duplicate them, and a
-# row kernel recomputes them instead of stashing.
-CHEAP_OPS = frozenset({"add", "subtract", "multiply", "negative", "positive", "absolute",
-                       "square", "maximum", "minimum", "fmax", "fmin", "cast", "where", "equal",
-                       "not_equal", "less", "less_equal", "greater", "greater_equal",
-                       "logical_and", "logical_or", "logical_not", "param", "const",
-                       "broadcast_to", "transpose", "reshape", "chunk"})
 
 
 def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:
@@ -574,5 +179,3 @@ def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:
         return int(info.min if ident == "-inf" else info.max)
     return ident
 
-
-from . import library_ops  # noqa: E402,F401  (registers the library ops)

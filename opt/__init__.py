@@ -1,4 +1,4 @@
-"""Graph-to-graph passes and the pipeline that runs them."""
+"""Graph-to-graph passes, the pipeline that runs them, and memory planning (liveness)."""
 from .pipeline import PIPELINE, OptResult, PassError, optimize
 
 __all__ = ["PIPELINE", "OptResult", "PassError", "optimize"]

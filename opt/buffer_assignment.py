@@ -1,7 +1,7 @@
 """Buffer assignment, the last pass: marks each slice write and scatter that can update its
 operand's buffer in place (`inplace` attribute), and each elementwise fusion that can write its
 result over a param that dies there (`reuse` = the param's index); the rules are
-ir/liveness.py's. Reshapes and other views already alias their input. A backend that cannot
+opt/liveness.py's. Reshapes and other views already alias their input. A backend that cannot
 update in place ignores the marks and copies, and the executor counts those bytes
 (`explain(...).bytes_copied`).
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from tracer.ir import Node, make, toposort
-from tracer.ir.liveness import Storage
+from tracer.ir import Node, make
+from .liveness import Storage
+from .rewrite import order_of
 
 
 @dataclass(frozen=True)
@@ -31,14 +32,22 @@ class MemoryPlan:
 _PLANS: "weakref.WeakKeyDictionary[Node, MemoryPlan]" = weakref.WeakKeyDictionary()
 
 
-def memory_plan(roots: list[Node]) -> MemoryPlan | None:
-    """The memory plan buffer assignment made for exactly these roots, if it ran on them."""
+def memory_plan(roots: list[Node]) -> MemoryPlan:
+    """The memory plan buffer assignment made for exactly these roots; where it did not run on
+    them (the pass switched off), one built from the marks they carry. O(n)."""
     got = _PLANS.get(roots[0]) if roots else None
-    return got if got is not None and got.roots == tuple(id(r) for r in roots) else None
+    if got is not None and got.roots == tuple(id(r) for r in roots):
+        return got
+    st = Storage(order_of(roots), roots)
+    inplace, copied = st.walk_updates(lambda n: bool(n.attr("inplace")),
+                                      lambda n, k: n.attr("reuse") == k)
+    return MemoryPlan(tuple(id(r) for r in roots), st.peak(), copied, frozenset(inplace),
+                      st.freed_after())
 
 
 def buffer_assignment(roots: list[Node]) -> list[Node]:
-    order = toposort(roots)
+    """Buffer assignment. O(n) plus an O(body) walk per fusion (is it elementwise)."""
+    order = order_of(roots)
     reuse: dict[int, int] = {}
 
     def take(n: Node, k: int) -> bool:

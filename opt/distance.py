@@ -83,4 +83,6 @@ def expand_distance(n: Node) -> Node | None:
 
 
 def euclidean_distance(roots: list[Node]) -> list[Node]:
+    """Euclidean-distance rewriter. O(k n) for k sweeps (one when nothing matches); each try
+    is O(1)."""
     return apply_rules(roots, [expand_distance])

@@ -1,6 +1,14 @@
-"""The pass pipeline: one visible list. The driver times each pass, can switch any off by name
-(TRACER_DISABLE_PASSES), dumps the graph after each (TRACER_DUMP), verifies between passes
-(TRACER_VERIFY=1, always on in tests) and names the passes already run when one fails."""
+"""The pass pipeline: one visible list. The driver runs the simplification group (the leading
+passes named in SIMPLIFICATION) to a fixed point, at most FIXPOINT_ROUNDS rounds, then the rest
+once; it times each pass, can switch any off by name (TRACER_DISABLE_PASSES), dumps the graph
+after each (TRACER_DUMP), verifies between passes (TRACER_VERIFY=1, always on in tests) and names
+the passes already run when one fails.
+
+The passes share one topological order per graph (rewrite.shared_order): a pass that changes
+nothing returns the same roots, and the graph is sorted again only after a change. A pass whose
+op kinds are absent from the graph (one op histogram per graph, NEEDS) is skipped. The tensor
+splitter is not a stage here: tracer/budget.py drives it, chunk by chunk, under a memory budget.
+"""
 from __future__ import annotations
 
 import os
@@ -9,13 +17,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tracer.ir import Node, format_graph, toposort, verify
+from tracer.ir import Node, format_graph, verify
 from tracer.ir.config import CONFIG
+from tracer.ir.registry import OPS, Kind
 from .distance import euclidean_distance
 from .buffer_assignment import buffer_assignment
 from .dots import dot_decompose, dot_merge, matrix_chain
 from .fusion import fusion, fusion_merger, multi_output_fusion
 from .horizontal import horizontal_fusion
+from .rewrite import order_of, shared_order
 from .scatter_expander import scatter_expander
 from .simplify import constant_folding, cse, dce, simplify
 from .sinking import sink_movement
@@ -52,6 +62,30 @@ PIPELINE: list[tuple[str, Pass, str]] = [
     ("buffer_assignment", buffer_assignment,
      "slice writes and scatters into a buffer nothing reads afterwards update it in place"),
 ]
+
+
+# The simplification group: run again while a round changes the graph, at most this often.
+SIMPLIFICATION = frozenset({"simplify", "constant_folding", "sink_movement", "euclidean_distance",
+                            "matrix_chain", "dot_decompose", "dot_merge", "cse", "dce"})
+FIXPOINT_ROUNDS = 4
+
+# A pass that can only change a graph holding one of these op kinds (or the op `const`): it is
+# skipped, without a call, when the graph's op histogram has none. Passes not named always run.
+NEEDS: dict[str, frozenset] = {
+    "constant_folding": frozenset({"const"}),
+    "sink_movement": frozenset({Kind.MOVEMENT}),
+    "euclidean_distance": frozenset({Kind.REDUCE}),
+    "matrix_chain": frozenset({Kind.CONTRACTION}),
+    "dot_decompose": frozenset({Kind.CONTRACTION}),
+    "dot_merge": frozenset({Kind.CONTRACTION}),
+    "dce": frozenset({Kind.UPDATE}),
+    "tree_reduction": frozenset({Kind.REDUCE}),
+    "scatter_expander": frozenset({Kind.GATHER, Kind.SCATTER}),
+    "fusion_merger": frozenset({Kind.FUSION}),
+    "multi_output_fusion": frozenset({Kind.FUSION}),
+    "horizontal_fusion": frozenset({Kind.FUSION}),
+    "buffer_assignment": frozenset({Kind.UPDATE, Kind.SCATTER, Kind.FUSION}),
+}
 
 
 class PassError(RuntimeError):
@@ -103,47 +137,97 @@ _dump_counter = [0]
 
 
 def op_histogram(roots: list[Node]) -> Counter:
-    return Counter(n.op for n in toposort(roots))
+    return Counter(n.op for n in order_of(roots))
+
+
+def _present(ops: Counter) -> set:
+    """The op names and op kinds in a histogram."""
+    return set(ops) | {OPS[op].kind for op in ops}
+
+
+def _segments(pipeline: list[tuple[str, Pass, str]]) -> list[tuple[list, bool]]:
+    """The pipeline cut into runs of consecutive entries: (entries, repeat to a fixed point)."""
+    out: list[tuple[list, bool]] = []
+    for entry in pipeline:
+        fix = entry[0] in SIMPLIFICATION
+        if out and out[-1][1] == fix:
+            out[-1][0].append(entry)
+        else:
+            out.append(([entry], fix))
+    return out
 
 
 def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = None,
              record: bool | None = None) -> OptResult:
-    """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`, which costs
-    one toposort per pass, so plain evaluation does not pay for it."""
+    """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`. `passes` and
+    `effects` hold one entry per pipeline entry: a pass repeated by the fixed point reports its
+    summed time, whether any run changed the graph, and the ops before its first run and after
+    its last. The graph is sorted once, then once after each change (not once per pass)."""
     pipeline = PIPELINE if pipeline is None else pipeline
     record = CONFIG.debug >= 3 if record is None else record
     res = OptResult(list(roots))
     done: list[str] = []
     t_all = time.perf_counter()
-    ops = op_histogram(res.roots) if record else Counter()
     if CONFIG.dump_dir:
         _dump_counter[0] += 1
         _dump(res.roots, "00_input")
-    for k, (name, fn, _why) in enumerate(pipeline, 1):
-        if name in CONFIG.disable_passes:
-            res.passes.append((name, 0.0, False))
-            if record:
-                res.effects.append(PassEffect(name, 0.0, False, ops, ops, disabled=True))
-            continue
+    # pipeline position -> [seconds, changed, ops before, ops after, disabled]
+    stats: dict[int, list] = {}
+    hist: list = [None, None]    # (roots, op histogram) of the current graph
+    step = [0]
+
+    def ops_now() -> Counter:
+        if hist[0] is not res.roots:
+            hist[:] = [res.roots, op_histogram(res.roots)]
+        return hist[1]
+
+    def run(k: int, name: str, fn: Pass) -> bool:
+        if name in CONFIG.disable_passes or \
+                name in NEEDS and not NEEDS[name] & _present(ops_now()):
+            ops = ops_now() if record else None
+            stats.setdefault(k, [0.0, False, ops, ops, name in CONFIG.disable_passes])
+            if name not in CONFIG.disable_passes:
+                done.append(name)  # nothing for it to change: it ran, in effect
+            return False
+        before = ops_now() if record else None
         t0 = time.perf_counter()
         try:
             out = fn(res.roots)
-            if CONFIG.verify:
-                verify(out)
+            changed = len(out) != len(res.roots) or any(a is not b for a, b in zip(out, res.roots))
+            if CONFIG.verify and changed:  # (the same roots: verified already)
+                verify(out, order_of(out))
         except Exception as e:
             raise PassError(f"pass {name!r} failed after: {', '.join(done) or '(none)'}: "
                             f"{type(e).__name__}: {e}") from e
         dt = time.perf_counter() - t0
-        changed = any(a is not b for a, b in zip(out, res.roots))
-        res.passes.append((name, dt, changed))
-        if record:
-            after = op_histogram(out) if changed else ops
-            res.effects.append(PassEffect(name, dt, changed, ops, after))
-            ops = after
-        res.roots = out
+        res.roots = out if changed else res.roots
+        st = stats.setdefault(k, [0.0, False, before, None, False])
+        st[0] += dt
+        st[1] |= changed
+        st[3] = ops_now() if record else None
         done.append(name)
         if CONFIG.dump_dir:
-            _dump(out, f"{k:02d}_{name}")
+            step[0] += 1
+            _dump(res.roots, f"{step[0]:02d}_{name}")
+        return changed
+
+    with shared_order():
+        if CONFIG.verify:
+            verify(res.roots, order_of(res.roots))
+        k0 = 0
+        for entries, fixpoint in _segments(pipeline):
+            for _round in range(FIXPOINT_ROUNDS if fixpoint else 1):
+                changed = False
+                for k, (name, fn, _why) in enumerate(entries, k0):
+                    changed |= run(k, name, fn)
+                if not changed:
+                    break
+            k0 += len(entries)
+    for k, (name, _fn, _why) in enumerate(pipeline):
+        dt, changed, before, after, disabled = stats[k]
+        res.passes.append((name, dt, changed))
+        if record:
+            res.effects.append(PassEffect(name, dt, changed, before, after, disabled=disabled))
     res.seconds = time.perf_counter() - t_all
     return res
 

@@ -8,13 +8,13 @@ elements as before, and it runs once even when the moved operands have other use
 from __future__ import annotations
 
 from tracer.ir import Node, make
-from tracer.ir.registry import Kind
+from tracer.ir.registry import Kind, names
 from .fusion import has_kernel, is_remap
 from .rewrite import Rule, apply_rules
-from .simplify import (_bcast, _build, _ops, _reshape, _scalar, _transpose, by_op, on,
+from .simplify import (_bcast, _build, _reshape, _scalar, _transpose, by_op, on,
                        reshape_reshape, reshape_self, transpose_identity, transpose_transpose)
 
-_ELEMENTWISE = _ops(lambda d: d.kind is Kind.ELEMENTWISE)
+_ELEMENTWISE = names(lambda d: d.kind is Kind.ELEMENTWISE)
 
 
 def _sink(n: Node, op: str, key) -> Node | None:
@@ -52,7 +52,7 @@ def sink_reshape(n: Node) -> Node | None:
     return None
 
 
-@on(*_ops(lambda d: d.kind is Kind.REDUCE))
+@on(*names(lambda d: d.kind is Kind.REDUCE))
 def transpose_into_reduce(n: Node) -> Node | None:
     # reduce(transpose(x, p), axes) -> transpose(reduce(x, p[axes]), q): NumPy reduces a
     # transposed view in memory order, i.e. as x over the mapped axes (bit for bit, ties too).
@@ -79,4 +79,5 @@ _SINK = by_op(SINKING)
 
 
 def sink_movement(roots: list[Node]) -> list[Node]:
+    """Movement sinking. O(k n) rule tries for k sweeps (k <= 16; one when nothing moves)."""
     return apply_rules(roots, [_SINK])

@@ -21,12 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracer.ir import Buffer, Node, make, toposort
-from tracer.ir.registry import OPS
+from tracer.ir.registry import OPS, Kind, is_leaf
 
 FAIL = "fail"  # a value that depends on S across rows: no split through it
 CUT = "cut"    # a value that depends on S only through reductions over its rows (combined)
-COMBINE = {"reduce_sum": "add", "reduce_prod": "multiply", "reduce_max": "maximum",
-           "reduce_min": "minimum", "reduce_any": "logical_or", "reduce_all": "logical_and"}
 MAX_NODES = 400  # graphs past this are not searched (candidates x nodes)
 
 
@@ -38,15 +36,16 @@ class Split:
                             # S) or CUT (computed from the combined reductions)
     frontier: list          # values the chunks read in full: realized before the chunks
     cuts: dict              # id -> (reduction over S's rows, its input's row axis): each chunk
-                            # reduces its rows, the partials combine in order (COMBINE)
+                            # reduces its rows, the partials combine in order (by the
+                            # reduction's ufunc)
 
     @property
     def rows(self) -> int:
         return self.source.shape[self.axis]
 
 
-def _kind(n: Node) -> str:
-    return OPS[n.op].kind.value if n.op in OPS else ""
+def _kind(n: Node) -> Kind:
+    return OPS[n.op].kind
 
 
 def _full_slice(n: Node, ax: int) -> bool:
@@ -72,7 +71,7 @@ def _forward(n: Node, ins: list) -> int | str | None:
     if CUT in ins:  # after the chunks: it must not meet values that still have rows
         return CUT if all(i in (None, CUT) for i in ins) else FAIL
     kind = _kind(n)
-    if kind == "elementwise":
+    if kind is Kind.ELEMENTWISE:
         axes = {i for i in ins if i is not None}
         return axes.pop() if len(axes) == 1 else FAIL
     (x,), (k,) = n.inputs[:1], ins[:1]
@@ -84,10 +83,10 @@ def _forward(n: Node, ins: list) -> int | str | None:
         return k if x.shape[:k + 1] == n.shape[:k + 1] else FAIL
     if n.op == "slice":
         return k if _full_slice(n, k) else FAIL
-    if kind == "reduce":
+    if kind is Kind.REDUCE:
         axes = n.attr("axes")
-        if k in axes:
-            return CUT if n.op in COMBINE else FAIL
+        if k in axes:  # partials combine by the ufunc (not arg-reductions: indices)
+            return CUT if OPS[n.op].ufunc is not None else FAIL
         return [i for i in range(x.ndim) if i not in axes].index(k)
     if n.op == "matmul":
         (a, b), (ka, kb) = n.inputs, ins
@@ -120,8 +119,8 @@ def find(roots: list[Node]) -> Split | None:
         return None
     root_ids = {id(r) for r in roots}
     leaves = [n for n in order if n.op == "input" and n.ndim]
-    computed = [n for n in order if n.op not in ("input", "const") and n.ndim and
-                id(n) not in root_ids and _kind(n) != "movement"]
+    computed = [n for n in order if not is_leaf(n) and n.ndim and
+                id(n) not in root_ids and _kind(n) is not Kind.MOVEMENT]
     best, held = None, 0
     for source in leaves + computed:
         for axis in range(source.ndim):
@@ -133,7 +132,7 @@ def find(roots: list[Node]) -> Split | None:
                 continue
             frontier = _frontier(order, ax, source)
             cuts = {id(n): (n, ax[id(n.inputs[0])]) for n in order
-                    if ax[id(n)] == CUT and _kind(n) == "reduce" and
+                    if ax[id(n)] == CUT and _kind(n) is Kind.REDUCE and
                     isinstance(ax[id(n.inputs[0])], int)}
             cost = sum(n.nbytes for n in frontier) + (source.nbytes if source.op != "input" else 0)
             if best is None or cost < held:
@@ -157,9 +156,9 @@ def _frontier(order: list[Node], ax: dict[int, object], source: Node) -> list[No
 
 
 def _collect(n: Node, out: dict[int, Node]) -> None:
-    if n.op in ("input", "const"):
+    if is_leaf(n):
         return
-    if _kind(n) == "movement":
+    if _kind(n) is Kind.MOVEMENT:
         for i in n.inputs:
             _collect(i, out)
         return
@@ -205,7 +204,7 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
             shape[k] = hi - lo
         kind = _kind(n)
         attrs = dict(n.attrs)
-        if kind == "elementwise":
+        if kind is Kind.ELEMENTWISE:
             ins = [go(i, k) for i in n.inputs]
         elif n.op == "broadcast_to":
             x = n.inputs[0]
@@ -222,7 +221,7 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
             ins = [go(n.inputs[0], k)]
         elif id(n) in split.cuts:  # this chunk's partial
             ins = [go(n.inputs[0], split.cuts[id(n)][1])]
-        elif kind == "reduce":
+        elif kind is Kind.REDUCE:
             x = n.inputs[0]
             kept = [i for i in range(x.ndim) if i not in n.attr("axes")]
             ins = [go(x, None if k is None else kept[k])]

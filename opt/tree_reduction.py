@@ -63,6 +63,7 @@ def _split(red: Node) -> Node | None:
 
 
 def tree_reduction(roots: list[Node]) -> list[Node]:
+    """Tree-reduction rewriter. O(n): one rebuild."""
     def step(n: Node, ins: tuple[Node, ...]) -> Node:
         m = with_inputs(n, ins)
         return _split(m) or m

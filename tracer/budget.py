@@ -21,7 +21,7 @@ import numpy as np
 from tracer import cuda_kernels
 from tracer.ir import Buffer, make, toposort
 from tracer.ir.config import CONFIG
-from tracer.ir.liveness import VIEW_OPS
+from tracer.ir.registry import OPS, VIEW_OPS
 from tracer.ir.stats import STATS
 from tracer.cuda_kernels import backends, tiled
 from tracer.cuda_kernels.executor import PeakMeter
@@ -361,4 +361,4 @@ def _run_chunk(st: _Stages, rows: int, lo: int, src_rows, realized, execute, out
     for j, (c, buf) in enumerate(zip(st.cuts, bufs[len(st.deps):])):
         part = np.asarray(buf.value)
         partial[j] = part if partial[j] is None else \
-            getattr(np, splitter.COMBINE[c.op])(partial[j], part).astype(c.dtype)
+            OPS[c.op].ufunc(partial[j], part).astype(c.dtype)

@@ -15,7 +15,7 @@ import numpy as np
 from tracer import cuda_kernels
 from tracer.ir import Node, make, toposort
 from tracer.ir.config import CONFIG
-from tracer.ir.registry import py_slice
+from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
 
 _PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()

@@ -11,7 +11,8 @@ from numba.core import config as numba_config
 
 from tracer.ir import Node
 from tracer.ir.interp import eval_node
-from tracer.ir.registry import fusion_outputs, py_slice
+from tracer.ir.catalogue import py_slice
+from tracer.ir.registry import fusion_outputs
 from ..base import Backend, Gen, fill, record_launch
 from ..compiler import cache_dir, purge_disk_cache, writable, write_atomic
 from ..emit import key_hash

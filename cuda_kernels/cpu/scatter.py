@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from tracer.ir import Node
-from tracer.ir.registry import scatter_key
+from tracer.ir.catalogue import scatter_key
 from ..compiler import import_module, writable, write_module
 from ..emit import key_hash
 

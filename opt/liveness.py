@@ -1,6 +1,6 @@
-"""Storage and liveness of a lowered graph's values, shared by buffer assignment (opt/, which
-decides which updates run in place) and the executor (cuda_kernels/, which plans peak memory
-and runs the updates).
+"""Storage and liveness of a lowered graph's values (memory planning, with the passes), shared by
+buffer assignment (which decides which updates run in place) and the executor (which plans peak
+memory and runs the updates).
 
 Views share their input's storage. An update (slice write, scatter) may run in place when the
 storage it updates was made by this graph, is not a result, is read by nothing after it, is
@@ -11,22 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .node import Node, toposort
-from .registry import OPS, Kind, unit_reshape
-
-VIEW_OPS = ("slice", "reshape", "transpose", "broadcast_to")
-UPDATE_OPS = ("setslice", "scatter")
+from tracer.ir import Node, toposort
+from tracer.ir.catalogue import unit_reshape
+from tracer.ir.registry import OPS, Kind, consts_only, is_kind
 
 
-def leaf_const(n: Node) -> Node:
-    while n.op in VIEW_OPS:
-        n = n.inputs[0]
-    return n
+def _view(n: Node) -> bool:
+    return OPS[n.op].props.view
 
 
-def consts_only(n: Node) -> bool:
-    """A broadcast (or reshape) of one constant: a fill."""
-    return leaf_const(n).op == "const"
+def _update(n: Node) -> bool:
+    """A slice write or a scatter: its result is its first operand's storage, updated."""
+    return is_kind(n, Kind.UPDATE, Kind.SCATTER)
 
 
 @dataclass
@@ -40,11 +36,11 @@ class Storage:
 
     def __post_init__(self):
         for n in self.order:
-            if n.op in VIEW_OPS:
+            if _view(n):
                 self.alias[id(n)] = id(n.inputs[0])
                 if n.op == "broadcast_to" or id(n.inputs[0]) in self.bcast:
                     self.bcast.add(id(n))
-            elif n.op not in ("input", "const"):
+            elif not is_kind(n, Kind.LEAF):
                 self.made.add(id(n))
         for pos, n in enumerate(self.order):
             for i in n.inputs:
@@ -66,7 +62,7 @@ class Storage:
         """For an elementwise fusion: a param whose buffer this graph made, that dies here, is
         no view (but a reshape), has the result's type and is read once, so the kernel can
         write its result there (each element is read before it is written)."""
-        if n.op != "fusion" or not _elementwise(n.attr("body")):
+        if not is_kind(n, Kind.FUSION) or not _elementwise(n.attr("body")):
             return None
         for k, p in enumerate(n.inputs):
             q = p
@@ -89,12 +85,12 @@ class Storage:
         inplace: set[int] = set()
         copied = 0
         for pos, n in enumerate(self.order):
-            if reuse is not None and n.op == "fusion":
+            if reuse is not None and is_kind(n, Kind.FUSION):
                 k = self.reusable_param(n, pos, keep)
                 if k is not None and reuse(n, k):
                     self._merge(n, self.find(id(n.inputs[k])), pos, keep)
                 continue
-            if n.op not in UPDATE_OPS:
+            if not _update(n):
                 continue
             s = self.find(id(n.inputs[0]))
             can = s in self.made and s not in keep and self.last.get(s) == pos and \
@@ -141,7 +137,8 @@ def _elementwise(body: Node) -> bool:
     if body.op == "tuple":
         return False
     for n in toposort([body]):
-        if n.op == "param":
+        kind = OPS[n.op].kind
+        if kind is Kind.PARAM:
             if not unit_reshape(n.shape, body.shape):
                 return False
         elif n.op == "broadcast_to":
@@ -150,6 +147,6 @@ def _elementwise(body: Node) -> bool:
         elif n.op == "reshape":
             if not unit_reshape(n.inputs[0].shape, n.shape):
                 return False
-        elif n.op != "const" and (n.op not in OPS or OPS[n.op].kind is not Kind.ELEMENTWISE):
+        elif kind not in (Kind.LEAF, Kind.ELEMENTWISE):
             return False
     return True

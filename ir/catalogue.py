@@ -1,0 +1,530 @@
+"""The catalogue of core ops: elementwise ufuncs, casts, leaves and params, reductions, movement,
+contraction, updates, gather/scatter, fusions and their tuples. Each is one `register` call of the
+machinery in `registry.py`; library ops (sort, cumsum, ...) are in `library_ops.py`.
+
+Shape helpers the ops' rules use (`py_slice`, `unit_reshape`, `matrix_shape`, `scatter_key`) live
+here with them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from .registry import (ACC_DTYPE, ACC_LOGICAL, ACC_SELECT, ACC_WIDE, TUPLE_DTYPE, Kind, OpDef,
+                       Props, register)
+
+
+# ---------------------------------------------------------------- helpers for templates
+
+def _nokernel(dts) -> bool:
+    return any(dt.kind in "cOSUVMm" or dt.itemsize == 2 and dt.kind == "f" for dt in dts)
+
+
+def T(expr: str | Callable | None, floats: str | None = None) -> Callable:
+    """A template; `floats` overrides it for float loops. Complex/float16 loops get no kernel."""
+    def tpl(in_dts, out_dt, backend):
+        if _nokernel(tuple(in_dts) + (out_dt,)):
+            return None
+        e = floats if (floats is not None and in_dts and in_dts[0].kind == "f") else expr
+        return e(in_dts, out_dt, backend) if callable(e) else e
+    return tpl
+
+
+# ---------------------------------------------------------------- shape and dtype rules
+
+def same_shape(shapes, attrs):
+    for s in shapes[1:]:
+        if s != shapes[0]:
+            raise ValueError(f"elementwise inputs differ in shape: {shapes}")
+    return shapes[0]
+
+
+def ufunc_dtype(uf: np.ufunc):
+    def rule(dts, attrs):
+        return uf.resolve_dtypes(tuple(dts) + (None,) * uf.nout)[uf.nin]
+    return rule
+
+
+def reduce_shape(shapes, attrs):
+    axes = attrs["axes"]
+    return tuple(s for i, s in enumerate(shapes[0]) if i not in axes)
+
+
+# ---------------------------------------------------------------- elementwise ufuncs
+
+def _ufunc(name: str, tpl, props: Props = Props(), cheap: bool = False):
+    uf = getattr(np, name)
+    register(OpDef(name, Kind.ELEMENTWISE, uf.nin, same_shape, ufunc_dtype(uf),
+                   ref=uf, template=tpl, props=replace(props, cheap=cheap), ufunc=uf))
+
+
+def _bits(dt: np.dtype) -> int:
+    return dt.itemsize * 8
+
+
+def _int_or_float(i: str, f: str) -> Callable:
+    return T(i, floats=f)
+
+
+def _ft(dt: np.dtype) -> str:
+    """The generated modules' alias of a float type (np.float32 is `_f32`)."""
+    return {4: "_f32", 8: "_f64"}[dt.itemsize]
+
+
+def typed(helper: str, nargs: int) -> Callable:
+    """A call of the float helper variant for the loop's float type (scalar_lib._typed)."""
+    args = ", ".join(f"{{{k}}}" for k in range(nargs))
+    return lambda i, o, b: f"{helper}{_ft(o)}({args})"
+
+
+def scaled(c64: float, c32: float) -> Callable:
+    """x * c with NumPy's constant for the loop's type: float32 loops multiply by a float32
+    constant computed in float32 (npy_rad2degf: x * (180.0f / NPY_PIf))."""
+    return T(lambda i, o, b: f"({{0}} * {_ft(o)}({c32 if o.itemsize == 4 else c64!r}))")
+
+
+_C = Props(commutative=True, associative=True)
+_CI = Props(commutative=True, associative=True, idempotent=True)
+
+_ufunc("add", T("({0} + {1})"), _C, cheap=True)
+_ufunc("subtract", T("({0} - {1})"), cheap=True)
+_ufunc("multiply", T("({0} * {1})"), _C, cheap=True)
+_ufunc("divide", T("({0} / {1})"))
+_ufunc("floor_divide", _int_or_float("_ifloordiv({0}, {1})", typed("_ffloordiv", 2)))
+_ufunc("remainder", _int_or_float("_iremainder({0}, {1})", typed("_fremainder", 2)))
+_ufunc("fmod", _int_or_float("_ifmod({0}, {1})", typed("_fmod", 2)))
+_ufunc("power", T(None, floats="_fpow({0}, {1})"))
+_ufunc("float_power", T(None, floats="_fpow({0}, {1})"))
+_ufunc("negative", T("(-{0})"), Props(involution=True), cheap=True)
+_ufunc("positive", T("{0}"), cheap=True)
+_ufunc("absolute", T(lambda i, o, b: "{0}" if i[0].kind in "ub" else "abs({0})",
+                     floats="math.fabs({0})"), cheap=True)
+_ufunc("fabs", T("math.fabs({0})"))
+_ufunc("sign", T("_sign({0})"))
+_ufunc("square", T("({0} * {0})"), cheap=True)
+_ufunc("reciprocal", T(None, floats="(1.0 / {0})"))
+_ufunc("conjugate", T("{0}"))
+_ufunc("sqrt", T("math.sqrt({0})"))
+_ufunc("cbrt", T(lambda i, o, b: "np.cbrt({0})" if b == "cpu" else "_cbrt({0})"))
+
+
+def vec(f32: str | None, f64: str | None, libm: str) -> Callable:
+    """The cpu backend's vectorizable helper (scalar_lib `_v*`) for a float32 or float64
+    loop where there is one; libm's scalar call otherwise and on cuda."""
+    def pick(i, o, b):
+        h = f32 if o.itemsize == 4 else f64
+        if b != "cpu" or h is None:
+            return libm
+        return f"{h}({_ft(o)}({{0}}))"
+    return T(pick)
+
+
+_ufunc("exp", vec("_vexp32", "_vexp64", "math.exp({0})"))
+_ufunc("exp2", T(typed("_exp2", 1)))
+_ufunc("expm1", T("math.expm1({0})"))
+_ufunc("log", vec("_vlog32", "_vlog64", "math.log({0})"))
+_ufunc("log2", vec("_vlog2_32", None, "math.log2({0})"))
+_ufunc("log10", vec("_vlog10_32", None, "math.log10({0})"))
+_ufunc("log1p", T("math.log1p({0})"))
+_ufunc("logaddexp", T(typed("_logaddexp", 2)), Props(commutative=True))
+_ufunc("logaddexp2", T(typed("_logaddexp2", 2)), Props(commutative=True))
+_ufunc("sin", vec("_vsin32", None, "math.sin({0})"))
+_ufunc("cos", vec("_vcos32", None, "math.cos({0})"))
+for _n, _m in [("tan", "tan"), ("arcsin", "asin"),
+               ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
+               ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")]:
+    _ufunc(_n, T(f"math.{_m}({{0}})"))
+_ufunc("tanh", vec("_vtanh32", None, "math.tanh({0})"))
+_ufunc("arctan2", T("math.atan2({0}, {1})"))
+_ufunc("hypot", T("math.hypot({0}, {1})"), Props(commutative=True))
+_DEG2RAD = scaled(math.pi / 180, float(np.float32(np.pi) / np.float32(180)))
+_RAD2DEG = scaled(180 / math.pi, float(np.float32(180) / np.float32(np.pi)))
+_ufunc("deg2rad", _DEG2RAD)
+_ufunc("radians", _DEG2RAD)
+_ufunc("rad2deg", _RAD2DEG)
+_ufunc("degrees", _RAD2DEG)
+_ufunc("floor", T("{0}", floats="_floor({0})"))
+_ufunc("ceil", T("{0}", floats="_ceil({0})"))
+_ufunc("trunc", T("{0}", floats="_trunc({0})"))
+_ufunc("rint", T("{0}", floats="_rint({0})"))
+_ufunc("maximum", T("_maximum({0}, {1})"), _CI, cheap=True)
+# minimum: ties pick the second operand, as NumPy
+_ufunc("minimum", T("_minimum({0}, {1})"), _CI, cheap=True)
+_ufunc("fmax", T("_fmax({0}, {1})"), _CI, cheap=True)
+_ufunc("fmin", T("_fmin({0}, {1})"), _CI, cheap=True)
+_ufunc("isnan", T("({0} != {0})"))
+_ufunc("isinf", T("False", floats="math.isinf({0})"))
+_ufunc("isfinite", T("True", floats="math.isfinite({0})"))
+_ufunc("signbit", T("({0} < 0)", floats="_signbit({0})"))
+_ufunc("copysign", T("math.copysign({0}, {1})"))
+_ufunc("heaviside", T("_heaviside({0}, {1})"))
+def _compare(sym: str) -> Callable:
+    """`a sym b`; int64 against uint64 exactly, as NumPy's mixed loop (numba would compare
+    them as float64): a negative int64 is below every uint64."""
+    def tpl(in_dts, out_dt, backend):
+        if sorted(d.name for d in in_dts) != ["int64", "uint64"]:
+            return f"({{0}} {sym} {{1}})"
+        signed = 0 if in_dts[0].kind == "i" else 1
+        neg = eval(f"0 {sym} 1" if signed == 0 else f"1 {sym} 0")  # noqa: S307 (a literal)
+        return f"({neg} if {{{signed}}} < 0 else (_u64({{0}}) {sym} _u64({{1}})))"
+    return tpl
+
+
+for _n, _s in [("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
+               ("greater", ">"), ("greater_equal", ">=")]:
+    _ufunc(_n, T(_compare(_s)), Props(commutative=_n in ("equal", "not_equal")), cheap=True)
+_ufunc("logical_and", T("({0} and {1})"), _CI, cheap=True)
+_ufunc("logical_or", T("({0} or {1})"), _CI, cheap=True)
+_ufunc("logical_xor", T("(({0} != 0) != ({1} != 0))"), Props(commutative=True, associative=True))
+_ufunc("logical_not", T("(not {0})"), cheap=True)
+_ufunc("bitwise_and", T("({0} & {1})"), _CI)
+_ufunc("bitwise_or", T("({0} | {1})"), _CI)
+_ufunc("bitwise_xor", T(lambda i, o, b: "({0} != {1})" if i[0].kind == "b" else "({0} ^ {1})"),
+       Props(commutative=True, associative=True))
+_ufunc("invert", T(lambda i, o, b: "(not {0})" if i[0].kind == "b" else "(~{0})"),
+       Props(involution=True))
+_ufunc("left_shift", T(lambda i, o, b: f"_lshift({{0}}, {{1}}, {_bits(o)})"))
+_ufunc("right_shift", T(lambda i, o, b: f"_{'u' if o.kind == 'u' else ''}rshift({{0}}, {{1}}, "
+                                      f"{_bits(o)})"))
+_WIDE = {"i": "_i64", "u": "_u64"}  # |int8 min| needs a wider type
+_ufunc("gcd", T(lambda i, o, b: f"_gcd({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
+       Props(commutative=True, associative=True))
+# not associative: lcm wraps around where it overflows
+_ufunc("lcm", T(lambda i, o, b: f"_lcm({_WIDE[o.kind]}({{0}}), {_WIDE[o.kind]}({{1}}))"),
+       Props(commutative=True))
+# No kernel yet (interpreter): nextafter, spacing, ldexp, frexp, modf, divmod.
+for _n in ("nextafter", "spacing", "ldexp"):
+    _ufunc(_n, None)
+
+
+def _cast_ref(x, dtype):
+    with np.errstate(all="ignore"):
+        return x.astype(dtype)
+
+
+register(OpDef("cast", Kind.ELEMENTWISE, 1, same_shape, lambda d, a: np.dtype(a["dtype"]),
+               ref=_cast_ref, props=Props(cheap=True),
+               template=T(lambda i, o, b: "{0}" if o.kind != "b" else "({0} != 0)")))
+
+
+def _where_dtype(dts, attrs):
+    if dts[0] != np.bool_ or dts[1] != dts[2]:
+        raise TypeError(f"where wants (bool, T, T), got {dts}")
+    return dts[1]
+
+
+register(OpDef("where", Kind.ELEMENTWISE, 3, same_shape, _where_dtype, ref=np.where,
+               props=Props(cheap=True),
+               template=T("({1} if {0} else {2})")))
+
+
+# ---------------------------------------------------------------- leaves
+
+def _no_rule(shapes, attrs):
+    raise AssertionError("leaf shapes come from their construction")
+
+
+register(OpDef("input", Kind.LEAF, 0, _no_rule, _no_rule, ref=lambda buf: buf.value))
+register(OpDef("const", Kind.LEAF, 0, _no_rule, _no_rule, props=Props(cheap=True),
+               ref=lambda value, dtype, neg=False, bits=None:
+               np.asarray(-0.0 if neg else value, dtype=dtype),
+               template=T("{0}")))
+def _param_ref(*_, **__):
+    raise AssertionError("param outside a fusion body")
+
+
+# param: a fusion body's leaf, the fusion's input `index` (the interpreter binds it)
+register(OpDef("param", Kind.PARAM, 0, _no_rule, _no_rule, ref=_param_ref,
+               props=Props(cheap=True)))
+
+
+# ---------------------------------------------------------------- reductions
+
+def _same_dtype(dts, attrs):
+    return dts[0]
+
+
+def _reduce(name, ufunc, identity, combine, accumulate,
+            props=Props(commutative=True, associative=True)):
+    """A reduction: `ufunc.reduce`, starting from `identity`, one step `combine` of (acc, v),
+    accumulated by rule `accumulate` (registry.ACC_*)."""
+    register(OpDef(name, Kind.REDUCE, 1, reduce_shape, _same_dtype,
+                   ref=lambda x, axes: ufunc.reduce(x, axis=axes), identity=identity,
+                   combine=combine, props=props, ufunc=ufunc, accumulate=accumulate))
+
+
+_reduce("reduce_sum", np.add, 0, "(acc + v)", ACC_WIDE)
+_reduce("reduce_prod", np.multiply, 1, "(acc * v)", ACC_DTYPE)
+_reduce("reduce_max", np.maximum, "-inf", "_maximum(acc, v)", ACC_SELECT)
+_reduce("reduce_min", np.minimum, "+inf", "_minimum(acc, v)", ACC_SELECT)
+_reduce("reduce_any", np.logical_or, False, "(acc or v)", ACC_LOGICAL)
+_reduce("reduce_all", np.logical_and, True, "(acc and v)", ACC_LOGICAL)
+
+
+def _argreduce(name, fn):
+    register(OpDef(name, Kind.REDUCE, 1,
+                   lambda s, a: tuple(d for i, d in enumerate(s[0]) if i != a["axes"][0]),
+                   lambda d, a: np.dtype(np.intp),
+                   ref=lambda x, axes: fn(x, axis=axes[0])))
+
+
+_argreduce("argmax", np.argmax)
+_argreduce("argmin", np.argmin)
+
+
+# ---------------------------------------------------------------- movement (index remaps)
+
+def _bcast_shape(shapes, attrs):
+    src, dst = shapes[0], attrs["shape"]
+    if len(src) > len(dst) or any(s not in (1, d) for s, d in zip(src[::-1], dst[::-1])):
+        raise ValueError(f"cannot broadcast {src} to {dst}")
+    return tuple(dst)
+
+
+def _reshape_shape(shapes, attrs):
+    if math.prod(shapes[0]) != math.prod(attrs["shape"]):
+        raise ValueError(f"cannot reshape {shapes[0]} to {attrs['shape']}")
+    return tuple(attrs["shape"])
+
+
+def unit_reshape(src: tuple, dst: tuple) -> bool:
+    """A reshape that only inserts or drops length-1 axes: an index remap, no data movement."""
+    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+
+
+def slice_len(start: int, stop: int, step: int) -> int:
+    return len(range(start, stop, step))
+
+
+def _slice_shape(shapes, attrs):
+    return tuple(slice_len(*s) for s in attrs["slices"])
+
+
+def py_slice(start: int, stop: int, step: int) -> slice:
+    """The Python slice for a `slice.indices` triple. Its stop -1 with a negative step means
+    "past element 0", not the last element; an empty triple may even start at -1."""
+    if slice_len(start, stop, step) == 0:
+        return slice(0, 0, 1)
+    return slice(start, stop if stop >= 0 else None, step)
+
+
+def _slice_ref(x, slices):
+    return x[tuple(py_slice(*s) for s in slices)]
+
+
+register(OpDef("broadcast_to", Kind.MOVEMENT, 1, _bcast_shape, _same_dtype,
+               ref=lambda x, shape: np.broadcast_to(x, shape), props=Props(cheap=True, view=True)))
+register(OpDef("transpose", Kind.MOVEMENT, 1,
+               lambda s, a: tuple(s[0][p] for p in a["perm"]), _same_dtype,
+               ref=lambda x, perm: np.transpose(x, perm), props=Props(cheap=True, view=True)))
+register(OpDef("reshape", Kind.MOVEMENT, 1, _reshape_shape, _same_dtype,
+               ref=lambda x, shape: np.reshape(x, shape), props=Props(cheap=True, view=True)))
+register(OpDef("slice", Kind.MOVEMENT, 1, _slice_shape, _same_dtype, ref=_slice_ref,
+               props=Props(view=True)))
+
+
+def _bitcast_shape(shapes, attrs):
+    """ndarray.view(dtype) of a C-contiguous value: the last axis holds the same bytes."""
+    (shape,), dt = shapes, np.dtype(attrs["dtype"])
+    src = np.dtype(attrs["src"]).itemsize
+    if src == dt.itemsize:
+        return tuple(shape)
+    return tuple(shape[:-1]) + (shape[-1] * src // dt.itemsize,)
+
+
+def _bitcast_ref(x, dtype, src):
+    # a copy: the executor gives this op's result a buffer of its own
+    return np.array(x, order="C").view(np.dtype(dtype))
+
+
+# attrs: dtype (the new one) and src (the input's, for the shape rule); a library-free
+# NumPy call, so it runs in the interpreter between kernels
+register(OpDef("bitcast", Kind.OTHER, 1, _bitcast_shape, lambda d, a: np.dtype(a["dtype"]),
+               ref=_bitcast_ref))
+
+
+def _chunk_shape(shapes, attrs):
+    ax, (q, m) = attrs["axis"], attrs["split"]
+    if q * m < shapes[0][ax]:
+        raise ValueError(f"chunk {q}x{m} cannot hold axis {ax} of {shapes[0]}")
+    return shapes[0][:ax] + (q, m) + shapes[0][ax + 1:]
+
+
+def _chunk_ref(x, n, m, axis, split, fill):
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, split[0] * split[1] - x.shape[axis])
+    return np.pad(x, pad, constant_values=fill).reshape(
+        x.shape[:axis] + tuple(split) + x.shape[axis + 1:])
+
+
+# chunk(x, n, m): axis `axis` (length n) padded with `fill` to q*m and split into (q, m). The
+# lengths n and m are also 0-d int64 inputs, so kernels read them as arguments (sizes are never
+# constants in kernel source); the tree-reduction rewriter makes these.
+register(OpDef("chunk", Kind.MOVEMENT, 3, _chunk_shape, _same_dtype, ref=_chunk_ref,
+               props=Props(cheap=True)))
+
+
+# ---------------------------------------------------------------- contraction, update, other
+
+# matmul: [.., m, k] @ [.., k, n] with broadcast batch dims. The attributes `ta`/`tb` (present
+# only when true) say an operand is stored transposed in its last two axes ([.., k, m] for `ta`):
+# the dot decomposer folds transposes into them, and BLAS and the cuda kernel read the operand
+# transposed, so no copy is made.
+
+def matrix_shape(shape: tuple, transposed: bool) -> tuple:
+    """The [.., rows, cols] an operand stands for (its last two axes swapped when transposed)."""
+    return tuple(shape[:-2]) + (shape[-1], shape[-2]) if transposed else tuple(shape)
+
+
+def _matmul_shape(shapes, attrs):
+    a, b = shapes
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
+    a, b = matrix_shape(a, attrs.get("ta", False)), matrix_shape(b, attrs.get("tb", False))
+    if a[-1] != b[-2]:
+        raise ValueError(f"matmul wants [..,m,k] @ [..,k,n], got {a} and {b}")
+    return tuple(np.broadcast_shapes(a[:-2], b[:-2])) + (a[-2], b[-1])
+
+
+def _matmul_dtype(dts, attrs):
+    return np.matmul.resolve_dtypes(tuple(dts) + (None,))[2]
+
+
+def _matmul_ref(a, b, ta=False, tb=False):
+    # swapaxes is a view: np.matmul hands BLAS the transposed layout, no copy
+    return np.matmul(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b)
+
+
+register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=_matmul_ref,
+               props=Props(library=True)))
+
+
+def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
+    out = np.array(base, copy=True)
+    out[tuple(py_slice(*s) for s in slices)] = value
+    return out
+
+
+def _setslice_shape(shapes, attrs):
+    want = _slice_shape(shapes[:1], attrs)
+    if shapes[1] != want:
+        raise ValueError(f"setslice value shape {shapes[1]} != slice shape {want}")
+    return shapes[0]
+
+
+register(OpDef("setslice", Kind.UPDATE, 2, _setslice_shape, _same_dtype, ref=_setslice_ref,
+               props=Props(library=True)))
+
+
+def _concat_shape(shapes, attrs):
+    ax = attrs["axis"]
+    out = list(shapes[0])
+    out[ax] = sum(s[ax] for s in shapes)
+    return tuple(out)
+
+
+register(OpDef("concatenate", Kind.OTHER, -1, _concat_shape, _same_dtype,
+               ref=lambda *xs, axis: np.concatenate(xs, axis=axis), props=Props(library=True)))
+
+
+# gather(x, i0, .., ik-1): NumPy's integer-array indexing of axes `axes` of x by index arrays
+# of one (broadcast) shape B; every other axis of x is taken whole (basic indices are views
+# applied before). The B axes replace the indexed ones where those are adjacent in the user's
+# key, else (`front`) they come first, as NumPy places them. Negative indices count from the
+# end; an index out of bounds raises NumPy's IndexError.
+
+def _gather_shape(shapes, attrs):
+    x, idx = shapes[0], shapes[1:]
+    axes, front = attrs["axes"], attrs["front"]
+    b = tuple(np.broadcast_shapes(*idx)) if idx else ()
+    if any(i != b for i in idx) or len(idx) != len(axes) or not axes:
+        raise ValueError(f"gather wants index arrays of one shape for axes {axes}, got {idx}")
+    if not front and list(axes) != list(range(axes[0], axes[0] + len(axes))):
+        raise ValueError(f"gather: axes {axes} are not adjacent")
+    rest = tuple(d for k, d in enumerate(x) if k not in axes)
+    if front:
+        return b + rest
+    return x[:axes[0]] + b + x[axes[-1] + 1:]
+
+
+def _gather_ref(x, *idx, axes, front):
+    key = [slice(None)] * x.ndim
+    for d, i in zip(axes, idx):
+        key[d] = i
+    out = x[tuple(key)]
+    nb = idx[0].ndim
+    if front and axes[0] > 0 and list(axes) == list(range(axes[0], axes[0] + len(axes))):
+        out = np.moveaxis(out, list(range(axes[0], axes[0] + nb)), list(range(nb)))
+    return out
+
+
+register(OpDef("gather", Kind.GATHER, -1, _gather_shape, _same_dtype, ref=_gather_ref,
+               props=Props(library=True)))
+
+
+# scatter(x, i0, .., ik-1, v): x with the elements that gather(x, i0, ..) reads replaced by v
+# (mode "set": NumPy's `x[key] = v`, the last of duplicate indices wins), or combined with them
+# by a ufunc (mode "add", "multiply", ...: NumPy's `ufunc.at`, duplicates accumulate). v has the
+# gather's shape and keeps its own dtype: NumPy casts it as it does for these calls.
+
+def _scatter_shape(shapes, attrs):
+    if _gather_shape(shapes[:-1], attrs) != tuple(shapes[-1]):
+        raise ValueError(f"scatter value shape {shapes[-1]} differs from the indexed shape")
+    return shapes[0]
+
+
+def scatter_key(ndim: int, idx, v, axes, front):
+    """(NumPy key, value laid out for it) of a scatter: NumPy itself puts B first only for
+    non-adjacent axes, so a `front` scatter of adjacent axes moves v's B axes in place."""
+    key = [slice(None)] * ndim
+    for d, i in zip(axes, idx):
+        key[d] = i
+    nb = idx[0].ndim
+    if front and axes[0] > 0 and list(axes) == list(range(axes[0], axes[0] + len(axes))):
+        v = np.moveaxis(v, list(range(nb)), list(range(axes[0], axes[0] + nb)))
+    return tuple(key), v
+
+
+def _scatter_ref(x, *args, axes, front, mode, inplace=False):
+    *idx, v = args
+    key, v = scatter_key(x.ndim, idx, v, axes, front)
+    out = np.array(x, copy=True)
+    if mode == "set":
+        out[key] = v
+    else:
+        getattr(np, mode).at(out, key, v)
+    return out
+
+
+register(OpDef("scatter", Kind.SCATTER, -1, _scatter_shape, _same_dtype, ref=_scatter_ref,
+               props=Props(library=True)))
+
+
+# Multi-output fusions: a fusion whose body is a `tuple` of output values has the tuple type
+# (registry.TUPLE_DTYPE: no shape, zero bytes); each result is read through an `output` node
+# (attr `index`).
+
+def _output_rule(*_):
+    raise AssertionError("an output's type is its fusion body's tuple element (see ir.verify)")
+
+
+register(OpDef("tuple", Kind.OTHER, -1, lambda s, a: (), lambda d, a: TUPLE_DTYPE,
+               ref=lambda *xs: tuple(xs)))
+register(OpDef("output", Kind.OTHER, 1, _output_rule, _output_rule,
+               ref=lambda t, index: t[index]))
+
+
+def _fusion_rule(*_):
+    raise AssertionError("a fusion's type is its body's (see ir.verify)")
+
+
+def _fusion_ref(*_, **__):
+    raise AssertionError("the interpreter runs a fusion's body (ir.interp)")
+
+
+# fusion(inputs...): one kernel; attrs `body` (its graph over `param` nodes, a `tuple` for
+# several outputs) and `kind` (loop, reduce, row, horizontal). The optimizer makes these.
+register(OpDef("fusion", Kind.FUSION, -1, _fusion_rule, _fusion_rule, ref=_fusion_ref))
