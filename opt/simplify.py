@@ -324,8 +324,8 @@ def power_zero(n: Node) -> Node | None:
 
 @on(*names(lambda d: d.props.involution))
 def involution(n: Node) -> Node | None:
-    # -(-x) -> x, ~~x -> x
-    return n.inputs[0].inputs[0] if n.inputs[0].op == n.op else None
+    # -(-x) -> x, ~~x -> x (a bool ~ is logical: 0/1 bytes)
+    return _same_bool(n.inputs[0].inputs[0], n) if n.inputs[0].op == n.op else None
 
 
 @on(*names(lambda d: d.props.idempotent))

@@ -13,7 +13,7 @@ import pytest
 import tracer
 import tracer.numpy as tnp
 from tracer import plans
-from tracer.ir import liveness
+from tracer.opt import liveness
 from tracer.ir.config import context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
