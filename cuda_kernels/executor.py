@@ -67,11 +67,11 @@ def _flat(n: Node) -> bool:
         all(_contiguous_producer(i) for i in n.inputs)
 
 
-def lower(roots: list[Node], backend: str, memory) -> Program:
+def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program:
     """Plan the program: its steps, kernel objects (generated source, no compile started) and
     memory. `memory`: the memory plan of these roots (opt/buffer_assignment.py's MemoryPlan:
-    peak, copied, inplace, freed_after), so liveness is not built again here."""
-    order = toposort(roots)
+    peak, copied, inplace, freed_after), so liveness is not built again here; `order`: the
+    roots' toposort (the optimizer's)."""
     interpreted, consts_of = [], {}
     fills: dict[int, object] = {}
     fusions, requests = [], []

@@ -32,13 +32,14 @@ class MemoryPlan:
 _PLANS: "weakref.WeakKeyDictionary[Node, MemoryPlan]" = weakref.WeakKeyDictionary()
 
 
-def memory_plan(roots: list[Node]) -> MemoryPlan:
+def memory_plan(roots: list[Node], order: list[Node]) -> MemoryPlan:
     """The memory plan buffer assignment made for exactly these roots; where it did not run on
-    them (the pass switched off), one built from the marks they carry. O(n)."""
+    them (the pass switched off), one built from the marks they carry. `order`: the roots'
+    toposort. O(n)."""
     got = _PLANS.get(roots[0]) if roots else None
     if got is not None and got.roots == tuple(id(r) for r in roots):
         return got
-    st = Storage(order_of(roots), roots)
+    st = Storage(order, roots)
     inplace, copied = st.walk_updates(lambda n: bool(n.attr("inplace")),
                                       lambda n, k: n.attr("reuse") == k)
     return MemoryPlan(tuple(id(r) for r in roots), st.peak(), copied, frozenset(inplace),

@@ -131,6 +131,7 @@ class OptResult:
     passes: list[tuple[str, float, bool]] = field(default_factory=list)
     seconds: float = 0.0
     effects: list[PassEffect] = field(default_factory=list)  # filled only when recording
+    order: list[Node] = field(default_factory=list)  # toposort(roots) of the result
 
 
 _dump_counter = [0]
@@ -158,11 +159,12 @@ def _segments(pipeline: list[tuple[str, Pass, str]]) -> list[tuple[list, bool]]:
 
 
 def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = None,
-             record: bool | None = None) -> OptResult:
+             record: bool | None = None, order: list[Node] | None = None) -> OptResult:
     """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`. `passes` and
     `effects` hold one entry per pipeline entry: a pass repeated by the fixed point reports its
     summed time, whether any run changed the graph, and the ops before its first run and after
-    its last. The graph is sorted once, then once after each change (not once per pass)."""
+    its last. The graph is sorted once (not at all when the caller passes its `order`), then
+once after each change (not once per pass); `res.order` is the result's order."""
     pipeline = PIPELINE if pipeline is None else pipeline
     record = CONFIG.debug >= 3 if record is None else record
     res = OptResult(list(roots))
@@ -211,7 +213,7 @@ def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = N
             _dump(res.roots, f"{step[0]:02d}_{name}")
         return changed
 
-    with shared_order():
+    with shared_order(roots, order):
         if CONFIG.verify:
             verify(res.roots, order_of(res.roots))
         k0 = 0
@@ -223,6 +225,7 @@ def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = N
                 if not changed:
                     break
             k0 += len(entries)
+        res.order = order_of(res.roots)
     for k, (name, _fn, _why) in enumerate(pipeline):
         dt, changed, before, after, disabled = stats[k]
         res.passes.append((name, dt, changed))

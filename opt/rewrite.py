@@ -20,10 +20,11 @@ _local = threading.local()  # .last: (roots, order) of the last graph sorted in 
 
 
 @contextlib.contextmanager
-def shared_order() -> Iterator[None]:
-    """Share one topological order per graph among the passes run inside the block."""
+def shared_order(roots: list[Node] = (), order: list[Node] | None = None) -> Iterator[None]:
+    """Share one topological order per graph among the passes run inside the block; `order`,
+    where the caller has it, is toposort(roots)'s."""
     outer = getattr(_local, "last", None)
-    _local.last = ((), [])
+    _local.last = (tuple(roots), order) if order is not None else ((), [])
     try:
         yield
     finally:

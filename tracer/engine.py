@@ -41,23 +41,26 @@ def small_roots(roots: list[Node]) -> list[bool]:
 
 # ------------------------------------------------------------------ planning
 
-def _optimize_lower(roots: list[Node], be: str, record: bool | None = None):
-    """(program, optimizer result): lowering plans memory from buffer assignment's liveness."""
-    res = opt.optimize(roots, record=record)
-    return lower(res.roots, be, memory_plan(res.roots)), res
+def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
+                    order: list[Node] | None = None):
+    """(program, optimizer result): lowering takes the optimizer's order and plans memory
+    from buffer assignment's liveness. `order`: toposort(roots), where the caller has it."""
+    res = opt.optimize(roots, record=record, order=order)
+    return lower(res.roots, be, memory_plan(res.roots, res.order), res.order), res
 
 
 def lookup(roots: list[Node], be: str):
     """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
     leaves in the order of entry.slots; None when the graph cannot be cached."""
-    key, leaves = plans.signature(roots, be)
+    order = toposort(roots)
+    key, leaves = plans.signature(roots, be, order)
     if key is None:
         return None
     entry = plans.get(key)
     if entry is not None:
         return entry, True, leaves
-    slot_roots, slots = plans.with_slots(roots, leaves)
-    program, res = _optimize_lower(slot_roots, be)
+    slot_roots, slots, slot_order = plans.with_slots(roots, leaves, order)
+    program, res = _optimize_lower(slot_roots, be, order=slot_order)
     entry = plans.Entry(program, slots, res)
     plans.put(key, entry)
     return entry, False, leaves

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 
 from tracer.cuda_kernels.executor import buffer_contiguous
-from tracer.ir import Node, Slot, make, toposort
+from tracer.ir import Node, Slot, make
 from tracer.ir.config import CONFIG
 
 MAX_PLANS = 256
@@ -30,12 +30,14 @@ _PLANS: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any thread
 
 
-def signature(roots: list[Node], backend: str) -> tuple[tuple | None, list[Node]]:
-    """(key, leaves in key order); key is None when an attribute is not hashable."""
+def signature(roots: list[Node], backend: str, order: list[Node]
+              ) -> tuple[tuple | None, list[Node]]:
+    """(key, leaves in key order); key is None when an attribute is not hashable. `order`:
+    toposort(roots)."""
     pos: dict[int, int] = {}
     leaves: list[Node] = []
     key: list = [backend, tuple(sorted(CONFIG.disable_passes))]
-    for n in toposort(roots):
+    for n in order:
         pos[id(n)] = len(pos)
         if n.op == "input":
             leaves.append(n)
@@ -51,8 +53,10 @@ def signature(roots: list[Node], backend: str) -> tuple[tuple | None, list[Node]
     return key, leaves
 
 
-def with_slots(roots: list[Node], leaves: list[Node]) -> tuple[list[Node], list[Node]]:
-    """The graph with every leaf replaced by a Slot leaf of the same type and layout."""
+def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]
+               ) -> tuple[list[Node], list[Node], list[Node]]:
+    """(roots, slots, order): the graph with every leaf replaced by a Slot leaf of the same
+    type and layout, and its toposort (`order`'s, node for node)."""
     new: dict[int, Node] = {}
     slots = []
     for leaf in leaves:
@@ -60,11 +64,11 @@ def with_slots(roots: list[Node], leaves: list[Node]) -> tuple[list[Node], list[
                  (("buf", Slot(buffer_contiguous(leaf.attr("buf")))),))
         new[id(leaf)] = s
         slots.append(s)
-    for n in toposort(roots):
+    for n in order:
         if id(n) not in new:
             new[id(n)] = make(n.op, tuple(new[id(i)] for i in n.inputs), n.shape, n.dtype,
                               n.attrs)
-    return [new[id(r)] for r in roots], slots
+    return [new[id(r)] for r in roots], slots, [new[id(n)] for n in order]
 
 
 def get(key):
