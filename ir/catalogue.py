@@ -263,6 +263,7 @@ _reduce("reduce_max", np.maximum, "-inf", "_maximum({0}, {1})", ACC_SELECT, ">")
 _reduce("reduce_min", np.minimum, "+inf", "_minimum({0}, {1})", ACC_SELECT, "<")
 _reduce("reduce_any", np.logical_or, False, "({0} or {1})", ACC_LOGICAL)
 _reduce("reduce_all", np.logical_and, True, "({0} and {1})", ACC_LOGICAL)
+_reduce("reduce_logaddexp", np.logaddexp, "-inf", T(typed("_logaddexp", 2)), ACC_DTYPE)
 
 
 def _argreduce(name, fn, better):
