@@ -361,7 +361,12 @@ def test_ufunc_reduction(name, dtype):
     uf = OPS[name].ufunc
     for h in (reduction_matrix(name, dtype), shifted_rows(name, dtype), np.zeros((0, 3), dtype)):
         for axis in (None, 0, 1):
-            want = np.asarray(numpy_call(lambda x: uf.reduce(x, axis=axis), h))
+            try:
+                want = np.asarray(numpy_call(lambda x: uf.reduce(x, axis=axis), h))
+            except TypeError:  # no loop for the dtype (logaddexp of complex): raised eagerly
+                with pytest.raises(TypeError):
+                    uf.reduce(tnp.asarray(h), axis=axis)
+                continue
             got = numpy_call(lambda x: np.asarray(uf.reduce(tnp.asarray(x), axis=axis)), h)
             assert_same(f"{uf.__name__}.reduce(axis={axis}) of {h.dtype}{list(h.shape)}",
                         got, want)
@@ -416,7 +421,7 @@ def test_every_registry_entry_is_complete():
                         d.combine((dt, dt), dt, backend)
                     ast.parse(c.format("acc", "v"), mode="eval")
             if d.ufunc.identity is not None:
-                assert d.identity == d.ufunc.identity, name
+                assert reduce_identity(d, np.dtype(np.float64)) == d.ufunc.identity, name
     assert set(REDUCTIONS.values()) <= set(OPS)
     for dt in KERNEL_DTYPES:  # max and min start from the dtype's lowest and highest value
         lo, hi = (np.iinfo(dt).min, np.iinfo(dt).max) if dt[0] in "iu" else \
