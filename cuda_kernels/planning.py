@@ -8,7 +8,8 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.ir import Node, toposort
-from tracer.ir.registry import CHEAP_OPS, OPS, fusion_outputs, reduce_identity
+from tracer.ir.registry import (ACC_ARG, ACC_WIDE, CHEAP_OPS, OPS, fusion_outputs,
+                               reduce_identity)
 from .emit import Emitter, literal
 
 
@@ -35,13 +36,21 @@ def is_flat(body: Node) -> bool:
 
 
 def acc_dtype(red: Node) -> np.dtype:
-    """Float sums accumulate in float64 (NumPy sums pairwise in the dtype: both are accurate, and
-    neither order is NumPy's exactly). Products multiply in the dtype, in order, as NumPy does,
-    so they round and overflow where NumPy's do."""
-    dt = red.dtype
-    if red.op == "reduce_sum" and dt.kind == "f":
+    """The accumulator's dtype by the reduction's rule (registry ACC_*): float sums accumulate
+    in float64 (NumPy sums pairwise in the dtype: both are accurate, and neither order is
+    NumPy's exactly); products multiply in the dtype, in order, as NumPy does, so they round
+    and overflow where NumPy's do; arg-reductions keep the best value in the input's dtype."""
+    acc = OPS[red.op].accumulate
+    if acc == ACC_ARG:
+        return red.inputs[0].dtype
+    if acc == ACC_WIDE and red.dtype.kind == "f":
         return np.dtype(np.float64)
-    return dt
+    return red.dtype
+
+
+def is_arg(red: Node) -> bool:
+    """An arg-reduction (the index of the best value)."""
+    return OPS[red.op].accumulate == ACC_ARG
 
 
 
@@ -51,7 +60,6 @@ def stores(em: Emitter, outs: list[Node], idx: tuple[str, ...], stmts: list[str]
     vals = [em.emit(o, idx, stmts, memo) for o in outs]
     return [f"{em.sub(em.out_names[em.outputs.index(o)], idx)} = {v}"
             for o, v in zip(outs, vals)]
-
 
 
 class ReduceLayout(NamedTuple):
@@ -73,7 +81,7 @@ def reduce_layout(body: Node) -> ReduceLayout:
     return ReduceLayout(red, src, axes, [f"j{k}" for k in range(src.ndim)],
                         [k for k in range(src.ndim) if k not in axes],
                         [k for k in range(src.ndim) if k in axes],
-                        red.op in ("argmax", "argmin"))
+                        is_arg(red))
 
 
 
@@ -166,6 +174,16 @@ def ident_literal(red: Node) -> str:
     return literal(reduce_identity(OPS[red.op], red.inputs[0].dtype))
 
 
+def combine_text(red: Node, backend: str) -> str:
+    """The reduction's combine step in its accumulator's dtype, over `{0}` (acc) and `{1}` (v);
+    empty for arg-reductions, which pick by `better`."""
+    c = OPS[red.op].combine
+    if c is None or isinstance(c, str):
+        return c or ""
+    dt = acc_dtype(red)
+    return c((dt, dt), dt, backend)
+
+
 def combine_expr(combine: str, acc: str, v: str) -> str:
-    """A reduction's combine step (its registry template, of `acc` and `v`) of acc and v."""
-    return combine.replace("(acc, v)", f"({acc}, {v})").replace("acc", acc).replace(" v)", f" {v})")
+    """A combine step (combine_text) of acc and v."""
+    return combine.format(acc, v)

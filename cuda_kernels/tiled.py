@@ -26,14 +26,13 @@ import numpy as np
 
 from tracer.ir import Node, toposort
 from tracer.ir.interp import apply_ref, eval_node
-from tracer.ir.registry import OPS, VIEW_OPS, fusion_outputs
+from tracer.ir.registry import ACC_LOGICAL, OPS, VIEW_OPS, fusion_outputs
 from .planning import acc_dtype
 from .threads import run_split
 
 TILE = 1 << 17  # elements: a float32 tile is 512 KiB; a group's tile buffers stay in L3 (measured
 # on W1, 2e7 float32, 2 threads: 34 ms at 2^17, 41 ms at 2^16, 62 ms at 2^15)
 MIN_TILE = 1 << 10  # under a budget, tiles shrink to this at the least
-COMBINE = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any", "reduce_all"}
 _ROOM: list[int | None] = [None]  # bytes the tier may add to the plan's (None: no budget)
 
 
@@ -110,7 +109,8 @@ def tiling(n: Node) -> Tiling | None:
                 steps.append(m)
         elif m.size > 1:
             return None
-        elif m.op in COMBINE and id(m.inputs[0]) in big:
+        elif _kind(m) == "reduce" and OPS[m.op].ufunc is not None and id(m.inputs[0]) in big:
+            # a ufunc's reduction: tile partials combine by the ufunc (arg-reductions do not)
             reduces.append(m)
             late_ids.add(id(m))
         elif any(id(i) in big for i in m.inputs):
@@ -266,7 +266,7 @@ def run_tiled(n: Node, params: list):
 
 def _partial(r: Node, x):
     """Reduction r of one tile, accumulated as the kernel does (planning.acc_dtype)."""
-    uf = OPS[r.op].ufunc
-    if r.op in ("reduce_any", "reduce_all"):
-        return uf.reduce(x.astype(bool, copy=False), axis=None)
-    return uf.reduce(x, axis=None, dtype=acc_dtype(r) if r.op == "reduce_sum" else None)
+    d = OPS[r.op]
+    if d.accumulate == ACC_LOGICAL:
+        return d.ufunc.reduce(x.astype(bool, copy=False), axis=None)
+    return d.ufunc.reduce(x, axis=None, dtype=acc_dtype(r))

@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from .registry import (ACC_DTYPE, ACC_LOGICAL, ACC_SELECT, ACC_WIDE, TUPLE_DTYPE, Kind, OpDef,
-                       Props, register)
+from .registry import (ACC_ARG, ACC_DTYPE, ACC_LOGICAL, ACC_SELECT, ACC_WIDE, TUPLE_DTYPE, Kind,
+                       OpDef, Props, register)
 
 
 # ---------------------------------------------------------------- helpers for templates
@@ -247,32 +247,34 @@ def _same_dtype(dts, attrs):
     return dts[0]
 
 
-def _reduce(name, ufunc, identity, combine, accumulate,
+def _reduce(name, ufunc, identity, combine, accumulate, better=None,
             props=Props(commutative=True, associative=True)):
     """A reduction: `ufunc.reduce`, starting from `identity`, one step `combine` of (acc, v),
     accumulated by rule `accumulate` (registry.ACC_*)."""
     register(OpDef(name, Kind.REDUCE, 1, reduce_shape, _same_dtype,
                    ref=lambda x, axes: ufunc.reduce(x, axis=axes), identity=identity,
-                   combine=combine, props=props, ufunc=ufunc, accumulate=accumulate))
+                   combine=combine, props=props, ufunc=ufunc, accumulate=accumulate,
+                   better=better))
 
 
-_reduce("reduce_sum", np.add, 0, "(acc + v)", ACC_WIDE)
-_reduce("reduce_prod", np.multiply, 1, "(acc * v)", ACC_DTYPE)
-_reduce("reduce_max", np.maximum, "-inf", "_maximum(acc, v)", ACC_SELECT)
-_reduce("reduce_min", np.minimum, "+inf", "_minimum(acc, v)", ACC_SELECT)
-_reduce("reduce_any", np.logical_or, False, "(acc or v)", ACC_LOGICAL)
-_reduce("reduce_all", np.logical_and, True, "(acc and v)", ACC_LOGICAL)
+_reduce("reduce_sum", np.add, 0, "({0} + {1})", ACC_WIDE)
+_reduce("reduce_prod", np.multiply, 1, "({0} * {1})", ACC_DTYPE)
+_reduce("reduce_max", np.maximum, "-inf", "_maximum({0}, {1})", ACC_SELECT, ">")
+_reduce("reduce_min", np.minimum, "+inf", "_minimum({0}, {1})", ACC_SELECT, "<")
+_reduce("reduce_any", np.logical_or, False, "({0} or {1})", ACC_LOGICAL)
+_reduce("reduce_all", np.logical_and, True, "({0} and {1})", ACC_LOGICAL)
+_reduce("reduce_logaddexp", np.logaddexp, "-inf", T(typed("_logaddexp", 2)), ACC_DTYPE)
 
 
-def _argreduce(name, fn):
+def _argreduce(name, fn, better):
     register(OpDef(name, Kind.REDUCE, 1,
                    lambda s, a: tuple(d for i, d in enumerate(s[0]) if i != a["axes"][0]),
                    lambda d, a: np.dtype(np.intp),
-                   ref=lambda x, axes: fn(x, axis=axes[0])))
+                   ref=lambda x, axes: fn(x, axis=axes[0]), accumulate=ACC_ARG, better=better))
 
 
-_argreduce("argmax", np.argmax)
-_argreduce("argmin", np.argmin)
+_argreduce("argmax", np.argmax, ">")
+_argreduce("argmin", np.argmin, "<")
 
 
 # ---------------------------------------------------------------- movement (index remaps)

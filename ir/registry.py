@@ -4,7 +4,7 @@ lookups by property. The entries themselves live in the catalogue modules (`cata
 imports the catalogue, so any import of the package sees every op registered.
 
 Code asks an op's properties (its kind, `props.cheap`, `props.view`, `props.library`, a
-reduction's `ufunc`, `combine`, `identity` and `accumulate`) instead of comparing op names:
+reduction's `ufunc`, `combine`, `identity`, `accumulate` and `better`) instead of comparing op names:
 adding an op is one catalogue entry.
 
 An elementwise entry's `template(in_dtypes, out_dtype, backend)` returns a Python expression over
@@ -15,6 +15,7 @@ the expression to the output dtype, which gives NumPy's wrap-around for integers
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -55,6 +56,7 @@ ACC_WIDE = "wide"        # floats accumulate in float64 (sums: NumPy sums pairwi
 ACC_DTYPE = "dtype"      # in the dtype, in order, as NumPy (rounds and overflows where it does)
 ACC_SELECT = "select"    # compare-and-select; float NaNs are noted in a flag (max, min)
 ACC_LOGICAL = "logical"  # over the values' truth (any, all)
+ACC_ARG = "arg"          # the index of the first best value (argmax, argmin): no ufunc
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,14 @@ class OpDef:
     ref: Callable[..., Any]                   # NumPy meaning: ref(*arrays, **attrs)
     template: Callable[[tuple, np.dtype, str], str | None] | None = None
     identity: Any = None                      # reductions: value of an empty reduction
-    combine: str | None = None                # reductions: expression of (acc, v)
+    # reductions: one step of (acc, v) as `{0}`, `{1}`: a string, or a template as elementwise
+    # ops have, of ((acc dtype, acc dtype), acc dtype, backend)
+    combine: str | Callable[[tuple, np.dtype, str], str] | None = None
     props: Props = field(default_factory=Props)
     ufunc: np.ufunc | None = None             # elementwise: the ufunc; reductions: what reduces
     accumulate: str | None = None             # reductions: ACC_* above
+    better: str | None = None                 # select and arg reductions: ">" or "<", the
+                                              # comparison by which v beats acc
 
 
 OPS: dict[str, OpDef] = {}
@@ -179,3 +185,37 @@ def reduce_identity(op: OpDef, dtype: np.dtype) -> Any:
         return int(info.min if ident == "-inf" else info.max)
     return ident
 
+
+
+def keeps_values(op: OpDef, dtype: np.dtype) -> bool:
+    """Reducing one element of `dtype` gives the element, signed zeros and NaNs included.
+    NumPy starts a reduction at its ufunc's identity where it has one: sum([-0.0]) is 0.0, a
+    complex product (1+0j) * (inf+1j) is inf+nanj, any/all of numbers give 0/1."""
+    return _keeps_values(op.name, np.dtype(dtype))
+
+
+_SPECIALS = np.array([-0.0, 0.0, 1.5, -1.5, np.inf, -np.inf, np.nan])
+
+
+@functools.lru_cache(maxsize=None)
+def _keeps_values(name: str, dtype: np.dtype) -> bool:
+    op = OPS[name]
+    if op.ufunc is None or op.ufunc.identity is None:
+        return True
+    if dtype.kind in "fc":
+        v = _SPECIALS.astype(dtype)
+        if dtype.kind == "c":  # every pair of specials as (real, imag)
+            v = np.empty((len(_SPECIALS), len(_SPECIALS)), dtype)
+            v.real, v.imag = _SPECIALS[:, None], _SPECIALS[None, :]
+            v = v.ravel()
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        v = np.array([0, 1, 2, info.min, info.max], dtype)
+    else:
+        v = np.array([False, True], dtype)
+    with np.errstate(all="ignore"):
+        r = np.asarray(op.ref(v[:, None], axes=(1,))).astype(dtype)
+    parts = (lambda a: (a.real, a.imag)) if dtype.kind == "c" else (lambda a: (a,))
+    return all(np.array_equal(a, b, equal_nan=True) and
+               (dtype.kind not in "fc" or (np.signbit(a) == np.signbit(b)).all())
+               for a, b in zip(parts(r), parts(v)))

@@ -14,7 +14,7 @@ import numpy as np
 from tracer.ir import Node, make
 from tracer.ir.node import make_const
 from tracer.ir.interp import eval_node
-from tracer.ir.registry import OPS, Kind, names, reduce_identity
+from tracer.ir.registry import OPS, Kind, keeps_values, names, reduce_identity
 from .rewrite import Rule, apply_rules, order_of, rebuild
 
 # ---------------------------------------------------------------- helpers
@@ -609,13 +609,10 @@ def _order_free(n: Node) -> bool:
 
 
 def _keeps_values(n: Node) -> bool:
-    """Reducing one element gives the element, bit for bit: not for any/all of non-bool (0/1),
-    float sums (NumPy starts them at +0.0: sum([-0.0]) is 0.0) nor complex products
-    ((1+0j) * (inf+1j) is inf+nanj)."""
-    ident = OPS[n.op].identity
-    if isinstance(ident, bool):
-        return n.dtype.kind == "b"
-    return not (ident == 0 and n.dtype.kind in "fc" or ident == 1 and n.dtype.kind == "c")
+    """Reducing one element gives the element, bit for bit (registry.keeps_values): not for
+    any/all of non-bool (0/1), float sums (NumPy starts them at +0.0: sum([-0.0]) is 0.0) nor
+    complex products ((1+0j) * (inf+1j) is inf+nanj)."""
+    return keeps_values(OPS[n.op], n.dtype)
 
 
 @on(*_REDUCTIONS)

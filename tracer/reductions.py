@@ -9,15 +9,16 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple, normalize_axis_index
 
+from tracer.ir.registry import ACC_LOGICAL, OPS, Kind, keeps_values
 from . import graph as G
 from .array import ndarray, asarray_node, traced
 from .fallback import fallback_call
 from .ufuncs import apply_ufunc
 from .write import assign_full
 
-_REDUCE_OP = {np.add: "reduce_sum", np.multiply: "reduce_prod", np.maximum: "reduce_max",
-              np.minimum: "reduce_min", np.logical_or: "reduce_any", np.logical_and: "reduce_all"}
-_NAMES = {np.maximum: "maximum", np.minimum: "minimum"}
+# each ufunc's reduction in the registry (by its `ufunc` property): their `ufunc.reduce` is lazy
+_REDUCE_OP = {d.ufunc: name for name, d in OPS.items()
+              if d.kind is Kind.REDUCE and d.ufunc is not None}
 
 
 def _lazy(a) -> ndarray:
@@ -86,8 +87,8 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
     x = a._node
     axes = _axes(_scalar_axis(axis, x.ndim), x.ndim)
     n_reduced = math.prod(x.shape[i] for i in axes)
-    if ufunc in (np.maximum, np.minimum) and n_reduced == 0 and initial is np._NoValue:
-        raise ValueError(f"zero-size array to reduction operation {_NAMES[ufunc]} which has no "
+    if ufunc.identity is None and n_reduced == 0 and initial is np._NoValue:
+        raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which has no "
                          "identity")
     if n_reduced == 0 and initial is not np._NoValue:  # nothing to reduce: NumPy's own answer
         with np.errstate(all="ignore"):
@@ -98,7 +99,7 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
     res_dt = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
         ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
     with np.errstate(all="ignore"):
-        src = G.cast(x, np.bool_ if op in ("reduce_any", "reduce_all") else res_dt)
+        src = G.cast(x, np.bool_ if OPS[op].accumulate == ACC_LOGICAL else res_dt)
     if axes:
         node = G.reduce(op, src, axes)
     else:  # NumPy starts from `initial` where given
@@ -111,13 +112,14 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
 
 
 def _identity_applied(op: str, x):
-    """A reduction over no axes: NumPy still starts from the identity, 0.0 + x (-0.0 becomes
-    0.0) or (1+0j) * x (inf+1j becomes inf+nanj); other identities leave x as it is."""
-    if x.dtype.kind == "f" and op == "reduce_sum" or x.dtype.kind == "c" and \
-            op in ("reduce_sum", "reduce_prod"):
-        ident = G.broadcast(G.const(0 if op == "reduce_sum" else 1, x.dtype), x.shape)
-        return G.elementwise("add" if op == "reduce_sum" else "multiply", (ident, x))
-    return x
+    """A reduction over no axes: NumPy still starts from the ufunc's identity, where that
+    changes an element (registry.keeps_values): 0.0 + x (-0.0 becomes 0.0), (1+0j) * x (inf+1j
+    becomes inf+nanj)."""
+    uf = OPS[op].ufunc
+    if keeps_values(OPS[op], x.dtype):
+        return x
+    ident = G.broadcast(G.const(uf.identity, x.dtype), x.shape)
+    return G.elementwise(uf.__name__, (ident, x))
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):

@@ -14,11 +14,12 @@ import math
 import numpy as np
 
 from tracer.ir import Node, toposort
-from tracer.ir.registry import OPS, fusion_outputs
+from tracer.ir.registry import ACC_SELECT, OPS, fusion_outputs
 from ..base import Gen
 from ..emit import Emitter, tname
-from ..planning import (acc_dtype, combine_expr, emit_ready, find_reduce, ident_literal,
-                        is_reduce, reach, reduce_layout, row_index, row_plan, stores)
+from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, find_reduce,
+                        ident_literal, is_reduce, reach, reduce_layout, row_index, row_plan,
+                        stores)
 
 BLOCK = 1024
 FULL_CHUNK = 16384  # a full reduction's chunk: fewer, longer vector loops (sum(a*a) 3.6 -> 3.1 ms)
@@ -131,7 +132,7 @@ def gen_loop(em: CpuEmitter, body: Node, name: str, flat: bool) -> list[str]:
 
 
 def _better(red: Node, v: str, best: str) -> str:
-    cmp = ">" if red.op == "argmax" else "<"
+    cmp = OPS[red.op].better
     if red.inputs[0].dtype.kind == "f":
         return f"{best} == {best} and ({v} {cmp} {best} or {v} != {v})"
     return f"{v} {cmp} {best}"
@@ -173,10 +174,9 @@ def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
     acc_t = tname(acc_dtype(red))
-    combine = OPS[red.op].combine
-    if combine:
-        em._need(combine)
-    blocked = red.op == "reduce_sum" and src.dtype.kind == "f" and not is_arg
+    combine = combine_text(red, "cpu")
+    em._need(combine)
+    blocked = _float_sum(red)
     form = reduce_form(body)
     scratch = {"columns": ["sc"], "rows": [], "full": ["part", "pidx"] if is_arg else ["part"]}
     args = signature_args(em) + [f"m{k}" for k in range(p)] + ["ch"] + scratch[form]
@@ -353,10 +353,16 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     return L
 
 
+def _float_sum(red: Node) -> bool:
+    """A float sum (its ufunc is add): added in blocks, reassociable within one (block_sum)."""
+    return OPS[red.op].ufunc is np.add and red.inputs[0].dtype.kind == "f"
+
+
 def _nan_flagged(red: Node) -> bool:
-    """Float max/min accumulate by compare-and-select and note NaNs in a flag: that loop
-    vectorizes (about 2x on a 4096^2 row max); NumPy's NaN-propagating helper is a branch."""
-    return red.op in ("reduce_max", "reduce_min") and red.inputs[0].dtype.kind == "f"
+    """Float compare-and-select reductions (max, min) select by `better` and note NaNs in a
+    flag: that loop vectorizes (about 2x on a 4096^2 row max); NumPy's NaN-propagating helper
+    is a branch."""
+    return OPS[red.op].accumulate == ACC_SELECT and red.inputs[0].dtype.kind == "f"
 
 
 def acc_init(red: Node, acc_t: str) -> list[str]:
@@ -365,8 +371,7 @@ def acc_init(red: Node, acc_t: str) -> list[str]:
 
 def acc_step(red: Node, combine: str, v: str, acc_t: str) -> list[str]:
     if _nan_flagged(red):  # ties take v, as NumPy's maximum(acc, v) does
-        cmp = ">" if red.op == "reduce_max" else "<"
-        return [f"nanf |= {v} != {v}", f"acc = acc if acc {cmp} {v} else {v}"]
+        return [f"nanf |= {v} != {v}", f"acc = acc if acc {OPS[red.op].better} {v} else {v}"]
     return [f"acc = {acc_t}({combine_expr(combine, 'acc', v)})"]
 
 
@@ -402,10 +407,10 @@ def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
     for r, red in enumerate(plan.reds):
         hoist()
         acc_t = tname(acc_dtype(red))
-        combine = OPS[red.op].combine
+        combine = combine_text(red, "cpu")
         em._need(combine)
         L += [ind + st for st in acc_init(red, acc_t)]
-        unroll = red.op == "reduce_sum" and red.inputs[0].dtype.kind == "f" and p - k == 1
+        unroll = _float_sum(red) and p - k == 1
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
             any(m is plan.stash for m in reach(red.inputs[0], is_reduce))
         if stashed:  # its own loop, which vectorizes; the reduction reads the row back from cache

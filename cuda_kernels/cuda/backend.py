@@ -51,7 +51,7 @@ from tracer.ir.interp import eval_node
 from ..base import Backend, Gen, record_launch
 from ..compiler import import_module, write_module
 from ..emit import type_aliases
-from ..planning import acc_dtype, find_reduce, row_plan
+from ..planning import acc_dtype, find_reduce, is_arg, row_plan
 from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
 from .index import device_gather, device_scatter, gen_index
@@ -294,9 +294,8 @@ class CudaBackend(Backend):
             nred = _math.prod(d for k, d in enumerate(m) if k in axes)
             if nout:
                 G = self.reduce_split(nout, nred)
-                is_arg = red.op in ("argmax", "argmin")
-                pv = self.empty((nout, G), red.inputs[0].dtype if is_arg else acc_dtype(red))
-                pi = self.empty((nout, G) if is_arg else (1, 1), np.int64)
+                pv = self.empty((nout, G), acc_dtype(red))
+                pi = self.empty((nout, G) if is_arg(red) else (1, 1), np.int64)
                 fn[self._blocks(nout * G, 1), tpb](target, *params, *consts, pv, pi, *m, G)
                 fin[self._blocks(nout, 1), tpb](target, *params, *consts, pv, pi, *m, G)
                 self.release(pv)  # stream order: a later kernel reusing them runs after fin

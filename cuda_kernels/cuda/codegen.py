@@ -12,8 +12,8 @@ from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS
 from tracer.ir.scalar_lib import HELPERS
 from ..emit import Emitter, tname
-from ..planning import (acc_dtype, combine_expr, emit_ready, ident_literal, reduce_layout,
-                        row_index, row_plan, stores)
+from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, ident_literal,
+                        reduce_layout, row_index, row_plan, stores)
 
 HEADER = """import math
 import numba
@@ -108,7 +108,7 @@ def gen_horizontal(em: CudaEmitter, body: Node, name: str) -> str:
 def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
     """True when candidate b beats a: NumPy's first-occurrence and first-NaN rules. An index
     below zero marks an empty candidate."""
-    cmp = ">" if red.op == "argmax" else "<"
+    cmp = OPS[red.op].better
     if red.inputs[0].dtype.kind == "f":
         better = (f"(({va} != {va}) and ({vb} != {vb}) and {ib} < {ia}) or "
                   f"(({va} == {va}) and (({vb} != {vb}) or {vb} {cmp} {va} or "
@@ -121,11 +121,10 @@ def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
 def gen_reduce(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
-    acc_t = tname(src.dtype) if is_arg else tname(acc_dtype(red))
-    sh_t = NB_TYPES[src.dtype.name if is_arg else acc_dtype(red).name]
-    combine = OPS[red.op].combine
-    if combine:
-        em._need(combine)
+    acc_t = tname(acc_dtype(red))
+    sh_t = NB_TYPES[acc_dtype(red).name]
+    combine = combine_text(red, "cuda")
+    em._need(combine)
     base = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
     sizes = [f"m{k}" for k in range(p)]
     nout = " * ".join(f"m{k}" for k in kept) or "1"
@@ -241,7 +240,7 @@ def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     for r, red in enumerate(plan.reds):
         hoist()
         acc_t = tname(acc_dtype(red))
-        combine = OPS[red.op].combine
+        combine = combine_text(red, "cuda")
         em._need(combine)
         shv = sh_name[NB_TYPES[acc_dtype(red).name]]
 

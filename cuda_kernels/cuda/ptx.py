@@ -42,8 +42,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
         sig += [numba.int64] * len(row_plan(body).shape)
     elif kernel.kind == "reduce":  # (horizontal kernels take no size arguments)
         red = find_reduce(body)
-        pv_t = red.inputs[0].dtype if red.op in ("argmax", "argmin") else acc_dtype(red)
-        sig += [nb_array(pv_t, 2), nb_array(np.int64, 2)]
+        sig += [nb_array(acc_dtype(red), 2), nb_array(np.int64, 2)]
         sig += [numba.int64] * (red.inputs[0].ndim + 1)
         names.append(kernel.name + "_fin")
     return {n: cuda.compile_ptx(_py_func(getattr(mod, n)), tuple(sig), cc=cc)[0] for n in names}
