@@ -28,7 +28,7 @@ from tracer.ir import Node
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from .base import Backend
-from .emit import body_key, key_hash, type_aliases
+from .emit import body_key, kernel_label, key_hash, type_aliases
 
 
 _WARNED: set[str] = set()
@@ -102,8 +102,8 @@ def _remove(path: str) -> None:
 class Kernel:
     name: str
     backend: str
-    kind: str               # loop | reduce
-    source: str             # the whole generated module
+    kind: str               # loop | reduce | row | horizontal
+    source: str             # its own complete module: what a batch of this kernel alone writes
     key: str
     flat: bool
     parallel: bool = True
@@ -205,10 +205,16 @@ def import_module(name: str, path: str, inject: dict | None = None):
     return mod
 
 
-def _request_key(be: Backend, body: Node, kind: str, flat: bool, parallel: bool):
-    key = body_key(body, kind) + be.variant()
-    name = f"k_{kind}_{'f' if flat else 's'}{'p' if parallel else ''}_{key_hash(be.name + key)}"
-    return (be.name, key, flat, parallel), name
+def _request_key(be: Backend, body: Node, kind: str, flat: bool, parallel: bool) -> tuple:
+    return be.name, body_key(body, kind) + be.variant(), flat, parallel
+
+
+def _kernel_name(body: Node, kind: str, mk: tuple) -> str:
+    """A readable label, then the hash of the whole request key: the name is unique per key,
+    in a batched module and in the disk index."""
+    backend, key, flat, parallel = mk
+    variant = f"{backend} {'flat' if flat else 'strided'} {'parallel' if parallel else 'serial'}\n"
+    return f"{kernel_label(body, kind)}_{key_hash(variant + key)}"
 
 
 def _index_path(name: str) -> str:
@@ -285,12 +291,12 @@ def get_kernels(requests: list[tuple[Node, str, bool, bool]], be: Backend) -> li
     keys: list[tuple] = []
     new: dict[tuple, tuple] = {}
     for body, kind, flat, parallel in requests:
-        mk, name = _request_key(be, body, kind, flat, parallel)
+        mk = _request_key(be, body, kind, flat, parallel)
         keys.append(mk)
         if mk in _MEM:
             STATS.cache_hits_memory += 1
         elif mk not in new:
-            new[mk] = (name, body, kind, flat, parallel)
+            new[mk] = (_kernel_name(body, kind, mk), body, kind, flat, parallel)
     if new:
         _load_new(be, new)
     return [_MEM[mk] for mk in keys]
@@ -319,7 +325,8 @@ def _load_new(be: Backend, new: dict[tuple, tuple]) -> None:
     for mk, (name, body, kind, flat, parallel) in new.items():
         mod = import_module(where[name], module_path(where[name]), inject)
         gen = gens[name]
-        _MEM[mk] = Kernel(name, be.name, kind, "\n".join([gen.header, gen.helpers, "", gen.kernel]),
+        _MEM[mk] = Kernel(name, be.name, kind, batch_source(gen.header, [(name, gen.helpers,
+                                                                          gen.kernel)]),
                           mk[1], flat, parallel, fn=getattr(mod, name), n_consts=len(gen.consts),
                           meta=gen.meta, module=where[name])
         if CONFIG.debug >= 1:

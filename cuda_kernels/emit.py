@@ -104,16 +104,48 @@ def key_hash(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+# short names of ops in kernel labels; other ops keep their own name
+_SHORT = {"subtract": "sub", "multiply": "mul", "divide": "div", "floor_divide": "fdiv",
+          "remainder": "rem", "power": "pow", "negative": "neg", "absolute": "abs",
+          "square": "sq", "reciprocal": "recip", "maximum": "max", "minimum": "min",
+          "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt",
+          "greater_equal": "ge", "logical_and": "and", "logical_or": "or",
+          "logical_not": "not", "logical_xor": "xor", "reduce_sum": "sum",
+          "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
+          "reduce_any": "any", "reduce_all": "all"}
+_PLUMBING = {"param", "const", "broadcast_to", "transpose", "reshape", "chunk", "tuple"}
+_LABEL_OPS, _LABEL_MAX = 4, 32  # ops, and characters before the hash: names stay under 48
+
+
+def kernel_label(body: Node, kind: str) -> str:
+    """A readable start for a kernel's name: its kind, its first few distinct ops (reductions
+    first) and its output's dtype, e.g. `reduce_sum_sub_sq_f32`. Not unique: the kernel
+    cache appends the structure's hash."""
+    order = toposort([body])
+    ops = [n.op for n in order if OPS[n.op].kind is Kind.REDUCE] + \
+        [n.op for n in order if n.op not in _PLUMBING and OPS[n.op].kind is not Kind.REDUCE]
+    dt = tname(fusion_outputs(body)[0].dtype)
+    label = kind
+    for op in list(dict.fromkeys(_SHORT.get(op, op) for op in ops))[:_LABEL_OPS]:
+        if len(label) + len(op) + len(dt) + 1 > _LABEL_MAX:
+            break
+        label += f"_{op}"
+    return label + ("_copy" if label == kind else "") + dt
+
+
 class Emitter:
     """Emits statements computing body nodes at index tuples. One per kernel."""
     helper_sources: dict[str, str] = HELPERS  # a backend's own versions replace some helpers
 
     def __init__(self, body: Node, backend: str):
         self.backend = backend
-        self.params: list[Node] = sorted({id(n): n for n in toposort([body]) if n.op == "param"}
-                                         .values(), key=lambda p: p.attr("index"))
-        consts = [n for n in toposort([body]) if n.op == "const"]
-        self.consts: list[Node] = list({id(c): c for c in consts}.values())
+        order = toposort([body])
+        self.params: list[Node] = sorted((n for n in order if n.op == "param"),
+                                         key=lambda p: p.attr("index"))
+        self.consts: list[Node] = [n for n in order if n.op == "const"]
+        # a node's place in the body's order (body_key's numbering): temporaries name it in a
+        # comment, the same for every graph of one structure, so the cached source is too
+        self.position = {id(n): k for k, n in enumerate(order)}
         self.outputs: list[Node] = fusion_outputs(body)
         self.out_names = ["out"] if body.op != "tuple" else \
             [f"out{k}" for k in range(len(self.outputs))]
@@ -140,6 +172,10 @@ class Emitter:
         self.counter += 1
         return f"t{self.counter}"
 
+    def note(self, n: Node) -> str:
+        """The comment of a temporary computing n."""
+        return f"  # node {self.position[id(n)]}: {n.op}"
+
     def emit(self, n: Node, idx: tuple[str, ...], out: list[str], memo: dict) -> str:
         """Name of a variable (or literal) holding n at idx; statements go to `out`."""
         key = (id(n), idx)
@@ -150,7 +186,7 @@ class Emitter:
         op = n.op
         if op == "param":
             res = self.fresh()
-            out.append(f"{res} = {self.load(n, idx)}")
+            out.append(f"{res} = {self.load(n, idx)}{self.note(n)}")
         elif op == "const":
             res = self.cname(n)
         elif op == "broadcast_to":
@@ -169,11 +205,12 @@ class Emitter:
             ax = n.attr("axis")
             nv, mv = self.emit(n_len, (), out, memo), self.emit(m_len, (), out, memo)
             flat = self.fresh()
-            out.append(f"{flat} = {idx[ax]} * {mv} + {idx[ax + 1]}")
+            out.append(f"{flat} = {idx[ax]} * {mv} + {idx[ax + 1]}{self.note(n)}")
             xi = idx[:ax] + (f"min({flat}, {nv} - 1)",) + idx[ax + 2:]
             v = self.emit(x, xi, out, memo)
             res = self.fresh()
-            out.append(f"{res} = {v} if {flat} < {nv} else {tname(n.dtype)}({literal(n.attr('fill'))})")
+            out.append(f"{res} = {v} if {flat} < {nv} else {tname(n.dtype)}({literal(n.attr('fill'))})"
+                       f"{self.note(n)}")
         elif op == "transpose":
             perm = n.attr("perm")
             xi = [""] * n.ndim
@@ -191,7 +228,7 @@ class Emitter:
                 tpl = tpl.replace(f"{helper}(", f"{fn}(")
             self._need(tpl)
             res = self.fresh()
-            out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)})")
+            out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)}){self.note(n)}")
         memo[key] = res
         return res
 

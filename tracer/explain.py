@@ -20,6 +20,9 @@ class Plan:
         self.pass_effects = res.effects if res is not None else []  # [PassEffect]: nodes and
         # op histogram around each pass
         self.kernels = program.kernels if program is not None else []
+        # the fusion node each kernel runs (lowering's order, as program.kernels)
+        self._fusions = [n for n in program.order if id(n) in program.kernel_of] \
+            if program is not None else []
         self.peak_bytes = program.peak_bytes if program is not None else 0
         self.bytes_copied = program.bytes_copied if program is not None else 0
         self.backend = program.backend if program is not None else engine.backend()
@@ -51,8 +54,11 @@ class Plan:
         out += [f"== graph after ({len(self.kernels)} kernels, backend {self.backend})",
                 str(self.graph_after), f"== peak_bytes {self.peak_bytes}, "
                 f"bytes_copied {self.bytes_copied}"]
-        for k in self.kernels:
-            out += [f"== kernel {k.name} ({k.kind}, {k.backend})", k.source]
+        for n, k in zip(self._fusions, self.kernels):
+            # the source's `# node i:` comments count the body's nodes in order
+            nodes = ", ".join(f"{i} %{m.uid}" for i, m in enumerate(toposort([n.attr("body")])))
+            out += [f"== kernel {k.name} ({k.kind}, {k.backend}) of %{n.uid}; its nodes: {nodes}",
+                    k.source]
         return "\n".join(out)
 
     __repr__ = __str__

@@ -39,6 +39,7 @@ def test_save_writes_dot_text_without_graphviz(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 def test_save_renders_svg_with_graphviz(tmp_path):
-    path = _plan().save(str(tmp_path / "g.svg"))
+    plan = _plan()
+    path = plan.save(str(tmp_path / "g.svg"))
     text = open(path).read()
-    assert path.endswith(".svg") and "<svg" in text and "k_" in text
+    assert path.endswith(".svg") and "<svg" in text and plan.kernels[0].name in text

@@ -135,7 +135,7 @@ def test_debug_level_one_logs_new_kernels_and_each_phase(capsys):
         numpy.asarray(np.arctan(np.asarray(h + 1)) * 3 - 2)
     err = capsys.readouterr().err.splitlines()
     evals = [line for line in err if "evaluated" in line]
-    assert any("new kernel k_loop" in line for line in err)
+    assert any("new kernel loop_arctan_mul_sub_f64_" in line for line in err)
     assert "new plan" in evals[0] and "cached plan" in evals[1]
     for phase in ("trace", "optimize", "codegen", "load", "compile", "run"):
         assert f" {phase} " in evals[0]

@@ -111,7 +111,7 @@ def test_explain_shows_passes_groups_and_source():
     from tracer.opt.pipeline import PIPELINE
     assert [p[0] for p in plan.passes] == [name for name, _, _ in PIPELINE]
     assert {"simplify", "constant_folding", "cse", "dce", "fusion"} <= {p[0] for p in plan.passes}
-    assert "fusion" in text and "def k_reduce" in text and "== passes" in text
+    assert "fusion" in text and "def reduce_sum_mul_add_f64_" in text and "== passes" in text
     assert plan.kernels[0].backend == "cpu"
 
 
