@@ -144,7 +144,24 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
 
 def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:
     """Every node reachable from roots, inputs before users (iterative, no recursion limit).
-    With `follow`, only inputs for which follow(input) is true are entered."""
+    With `follow`, only inputs for which follow(input) is true are entered. A single root's
+    order is kept while the root lives (a fusion body is walked by every analysis and codegen
+    step): the kept tuple leaves the root out, so it does not keep the root alive."""
+    if follow is None and isinstance(roots, (list, tuple)) and len(roots) == 1:
+        root = roots[0]
+        got = _ORDERS.get(root)
+        if got is not None:
+            return [*got, root]
+        order = _sort(roots, None)
+        _ORDERS[root] = tuple(order[:-1])
+        return order
+    return _sort(roots, follow)
+
+
+_ORDERS: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _sort(roots, follow) -> list[Node]:
     order: list[Node] = []
     seen: set[int] = set()
     for root in roots:
