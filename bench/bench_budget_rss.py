@@ -1,6 +1,6 @@
 """The memory_budget issue's program at its size: x = arange(n) / n, 30 chained elementwise ops,
 then the mean and the standard deviation, under a budget; how much the process grows
-(tests/test_budget_rss.py measures it) against the budget, in fresh processes.
+(tests/api/test_budget_rss.py measures it) against the budget, in fresh processes.
 
     python bench/bench_budget_rss.py [--n 2e7] [--budget "512 MiB"]
 
