@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, process as _futures_process
 
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
@@ -73,6 +73,12 @@ def _drop_queued_compiles() -> None:
     lands in the disk cache): a short script must not wait for kernels it no longer needs."""
     if _POOL is not None:
         _POOL.shutdown(wait=False, cancel_futures=True)
+        # shutdown() has woken the pool's manager thread already; CPython's own exit hook would
+        # wake it again through a pipe that thread may be closing at that moment (EBADF on
+        # 3.11). threading's shutdown still joins the thread, so a started compile finishes.
+        manager = getattr(_POOL, "_executor_manager_thread", None)
+        if manager is not None:
+            getattr(_futures_process, "_threads_wakeups", {}).pop(manager, None)
 
 
 # threading's exit hooks run before atexit's, and last registered first: this runs before
