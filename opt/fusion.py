@@ -118,8 +118,9 @@ def needs_row(members: list[Node]) -> bool:
 
 
 def fusion(roots: list[Node]) -> list[Node]:
-    """Instruction fusion. O(k (n + sum of group sizes)) for k rounds of materialization
-    decisions (usually 1 or 2); the groups are disjoint but for recomputed remaps."""
+    """Instruction fusion. O(k (n + e + sum of group sizes x inputs per member)) for k rounds
+    of materialization decisions (usually 1 or 2) over n nodes and e edges; the groups are
+    disjoint but for recomputed remaps."""
     order = order_of(roots)
     use = users(order)
     fusible = {id(n): has_kernel(n) for n in order}
@@ -143,12 +144,14 @@ def fusion(roots: list[Node]) -> list[Node]:
         # reduction per group, unless the group is a row kernel: the deeper ones are
         # materialized. A materialized reshape is a view of its materialized input.
         extra, owner, shared = set(), {}, set()
-        groups: dict[int, list[Node]] = {}  # of this round's mat: the last round's are final
+        # of this round's mat: the last round's are final
+        groups = _groups(order, use, [n for n in order if id(n) in mat and fusible[id(n)] and
+                                      n.op != "reshape"], mat)
         for n in reversed(order):
             if id(n) in mat and n.op == "reshape":
                 extra.add(id(n.inputs[0]))
-            elif id(n) in mat and fusible[id(n)]:
-                members = groups[id(n)] = _group(n, mat)
+            elif id(n) in groups:
+                members = groups[id(n)]
                 reds = [m for m in members if is_reduce(m)]
                 if reds and needs_row(members) and row_layout(members, n) is None:
                     extra.update(id(r) for r in reds[:-1])
@@ -197,10 +200,23 @@ def _external(i: Node, new: dict[int, Node]) -> Node:
     return got
 
 
-def _group(root: Node, mat: set[int]) -> list[Node]:
-    """Nodes of root's group, inputs before users (the reduce nearest the root comes last)."""
-    return toposort([root], lambda i: (id(i) not in mat and not is_leaf(i)) or
-                    (is_remap(i) and _free_remap(i)))
+def _groups(order: list[Node], use: dict[int, list[Node]], heads: list[Node],
+            mat: set[int]) -> dict[int, list[Node]]:
+    """Each head's group: the nodes it reaches through unmaterialized non-leaves and free
+    remaps, in `order`'s order filtered to the group (so no group is sorted on its own). One
+    pass back over the order gives each node the groups of its users that read through it,
+    one pass forward lists the members."""
+    of: dict[int, set[int]] = {id(h): {id(h)} for h in heads}
+    for n in reversed(order):
+        if (id(n) not in mat and not is_leaf(n)) or (is_remap(n) and _free_remap(n)):
+            for u in use[id(n)]:
+                if id(u) in of:
+                    of.setdefault(id(n), set()).update(of[id(u)])
+    groups: dict[int, list[Node]] = {id(h): [] for h in heads}
+    for n in order:
+        for g in of.get(id(n), ()):
+            groups[g].append(n)
+    return groups
 
 
 def _make_fusion(root: Node, group: list[Node], new: dict[int, Node]) -> Node:
