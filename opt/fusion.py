@@ -206,13 +206,19 @@ def _groups(order: list[Node], use: dict[int, list[Node]], heads: list[Node],
     """Each head's group: the nodes it reaches through unmaterialized non-leaves and free
     remaps, in `order`'s order filtered to the group (so no group is sorted on its own). One
     pass back over the order gives each node the groups of its users that read through it,
-    one pass forward lists the members."""
-    of: dict[int, set[int]] = {id(h): {id(h)} for h in heads}
+    one pass forward lists the members. The sets are never changed once stored: a node in its
+    users' one group shares their set."""
+    of: dict[int, frozenset[int]] = {id(h): frozenset((id(h),)) for h in heads}
     for n in reversed(order):
-        if (id(n) not in mat and not is_leaf(n)) or (is_remap(n) and _free_remap(n)):
-            for u in use[id(n)]:
-                if id(u) in of:
-                    of.setdefault(id(n), set()).update(of[id(u)])
+        gs = None
+        for u in use[id(n)]:
+            g = of.get(id(u))
+            if g is not None and g is not gs:
+                gs = g if gs is None else gs | g
+        if gs is not None and ((id(n) not in mat and not is_leaf(n)) or
+                               (is_remap(n) and _free_remap(n))):
+            own = of.get(id(n))
+            of[id(n)] = gs if own is None else own | gs
     groups: dict[int, list[Node]] = {id(h): [] for h in heads}
     for n in order:
         for g in of.get(id(n), ()):
