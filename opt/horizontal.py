@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from tracer.ir import Node, make, toposort
 from tracer.ir.registry import TUPLE_DTYPE, fusion_outputs
-from .fusion import (MAX_GROUP, _ancestors, _combine_bodies, compute_size, contract,
-                     contracted_order, is_fusion)
+from .combine import _ancestors, _combine_bodies, contract, contracted_order
+from .fusion import MAX_GROUP, compute_size, is_fusion
 from .rewrite import order_of
 
 # Output elements of a "small" loop fusion: below this a launch costs about as much as the work

@@ -23,8 +23,10 @@ from tracer.ir.registry import OPS, Kind
 from .distance import euclidean_distance
 from .buffer_assignment import buffer_assignment
 from .dots import dot_decompose, dot_merge, matrix_chain
-from .fusion import fusion, fusion_merger, multi_output_fusion
+from .fusion import fusion
+from .fusion_merger import fusion_merger
 from .horizontal import horizontal_fusion
+from .multi_output import multi_output_fusion
 from .rewrite import order_of, shared_order
 from .scatter_expander import scatter_expander
 from .simplify import constant_folding, cse, dce, simplify
