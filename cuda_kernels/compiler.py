@@ -1,9 +1,10 @@
 """Kernel cache: a fusion body -> compiled kernel, in memory and through Numba's disk cache.
 
 The in-memory key is the body's canonical structure with sizes abstracted (see emit.body_key),
-plus the backend and the flat/strided variant. Generated modules are written once, atomically,
-under TRACER_CACHE_DIR, and registered in sys.modules before they run (Numba's disk cache needs
-both: see NUMBA_NOTES.md section 4).
+plus the backend and the flat/strided variant. Lowering plans kernels (`plan_kernels`: source
+text only, nothing written or imported); compiling loads them (`load_kernels`): generated modules
+are written once, atomically, under TRACER_CACHE_DIR, and registered in sys.modules before they
+run (Numba's disk cache needs both: see NUMBA_NOTES.md section 4).
 
 A damaged cache is repaired, with one warning: a file where one of its folders belongs (or a
 folder where a file belongs) is removed, and a batch module whose text no longer matches the
@@ -19,6 +20,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -107,11 +109,12 @@ class Kernel:
     key: str
     flat: bool
     parallel: bool = True
-    fn: Any = None          # the compiled entry point (a numba dispatcher, or a launcher)
+    fn: Any = None          # the compiled entry point, bound by load_kernels (None: planned only)
     n_consts: int = 0
     meta: dict = field(default_factory=dict)
     module: str = ""       # the generated module that holds it
     pending: Any = None     # a background compile not yet finished (tiered execution)
+    gen: Any = None         # its generated parts (base.Gen), which load_kernels writes
 
     def __repr__(self) -> str:
         return f"Kernel({self.name}, {self.backend}, {self.kind})"
@@ -284,52 +287,59 @@ def batch_source(header: str, parts: list[tuple[str, str, str]]) -> str:
                       "\n\n".join(chunks), ""])
 
 
-def get_kernels(requests: list[tuple[Node, str, bool, bool]], be: Backend) -> list[Kernel]:
-    """Kernels of backend `be` for (body, kind, flat, parallel) requests. Known ones come from
-    memory, or from the module an earlier batch wrote (the on-disk index); all new ones are
-    generated into one module (batched compilation), imported once."""
-    keys: list[tuple] = []
-    new: dict[tuple, tuple] = {}
+def plan_kernels(requests: list[tuple[Node, str, bool, bool]], be: Backend) -> list[Kernel]:
+    """Kernels of backend `be` for (body, kind, flat, parallel) requests, planned only: known
+    ones come from memory (loaded or not), new ones are generated (source text) and kept in
+    memory unloaded; nothing is written or imported (`load_kernels` does that)."""
+    t0 = time.perf_counter()
+    kernels, made = [], set()
     for body, kind, flat, parallel in requests:
         mk = _request_key(be, body, kind, flat, parallel)
-        keys.append(mk)
-        if mk in _MEM:
+        if mk not in _MEM:
+            name = _kernel_name(body, kind, mk)
+            gen = be.generate(body, kind, name, flat, parallel)
+            _MEM[mk] = Kernel(name, be.name, kind, batch_source(gen.header, [(name, gen.helpers,
+                                                                             gen.kernel)]),
+                              mk[1], flat, parallel, n_consts=len(gen.consts), meta=gen.meta,
+                              gen=gen)
+            made.add(mk)
+        elif mk not in made:
             STATS.cache_hits_memory += 1
-        elif mk not in new:
-            new[mk] = (_kernel_name(body, kind, mk), body, kind, flat, parallel)
-    if new:
-        _load_new(be, new)
-    return [_MEM[mk] for mk in keys]
-
-
-def _load_new(be: Backend, new: dict[tuple, tuple]) -> None:
-    """Generate the kernels not in memory; write those no module on disk holds yet into one
-    new module; import their modules and keep the kernels in _MEM."""
-    t0 = time.perf_counter()
-    gens, where = {}, {}
-    for mk, (name, body, kind, flat, parallel) in new.items():
-        gens[name] = be.generate(body, kind, name, flat, parallel)
-        where[name] = _indexed_module(name, gens[name])
-    fresh = [name for name, mod in where.items() if mod is None]
-    source = batch_source(gens[fresh[0]].header, [(n, gens[n].helpers, gens[n].kernel)
-                                                 for n in fresh]) if fresh else ""
+        kernels.append(_MEM[mk])
     STATS.codegen_s += time.perf_counter() - t0
-    t0 = time.perf_counter()
-    if fresh:
-        batch = f"b_{be.name}_{key_hash(source)}"
-        write_module(batch, source)
-        for name in fresh:
-            _write_index(name, batch, gens[name])
-            where[name] = batch
-    inject = be.module_globals()
-    for mk, (name, body, kind, flat, parallel) in new.items():
-        mod = import_module(where[name], module_path(where[name]), inject)
-        gen = gens[name]
-        _MEM[mk] = Kernel(name, be.name, kind, batch_source(gen.header, [(name, gen.helpers,
-                                                                          gen.kernel)]),
-                          mk[1], flat, parallel, fn=getattr(mod, name), n_consts=len(gen.consts),
-                          meta=gen.meta, module=where[name])
-        if CONFIG.debug >= 1:
-            print(f"[tracer] new kernel {name} ({kind}, {be.name}) in module {where[name]}: a "
-                  "structure not seen in this process", file=sys.stderr)
-    STATS.load_s += time.perf_counter() - t0
+    return kernels
+
+
+_LOADING = threading.Lock()  # jit replays from any thread: one batch module per new kernel
+
+
+def load_kernels(kernels: list[Kernel], be: Backend) -> None:
+    """Bind the entry point of each kernel not loaded yet: from the module an earlier batch
+    wrote (the on-disk index), else from one new module holding all the others (batched
+    compilation), written once and imported once."""
+    with _LOADING:
+        todo = list({id(k): k for k in kernels if k.fn is None}.values())
+        if not todo:
+            return
+        t0 = time.perf_counter()
+        gens = {k.name: k.gen for k in todo}
+        where = {name: _indexed_module(name, gen) for name, gen in gens.items()}
+        fresh = [name for name, mod in where.items() if mod is None]
+        source = batch_source(gens[fresh[0]].header, [(n, gens[n].helpers, gens[n].kernel)
+                                                     for n in fresh]) if fresh else ""
+        STATS.codegen_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        if fresh:
+            batch = f"b_{be.name}_{key_hash(source)}"
+            write_module(batch, source)
+            for name in fresh:
+                _write_index(name, batch, gens[name])
+                where[name] = batch
+        inject = be.module_globals()
+        for k in todo:
+            mod = import_module(where[k.name], module_path(where[k.name]), inject)
+            k.fn, k.module = getattr(mod, k.name), where[k.name]
+            if CONFIG.debug >= 1:
+                print(f"[tracer] new kernel {k.name} ({k.kind}, {be.name}) in module {k.module}: "
+                      "a structure not seen in this process", file=sys.stderr)
+        STATS.load_s += time.perf_counter() - t0

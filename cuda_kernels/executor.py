@@ -1,5 +1,6 @@
 """Lower an optimized graph to a program of steps (kernels, views, library calls), compile its
-kernels, and run it. Lowering plans (kernel objects, memory); `compile` starts the kernels'
+kernels, and run it. Lowering plans (kernel objects with their source, memory) and writes or
+imports nothing; `compile` loads the new kernels (one batched module) and starts their
 compiles; `run` executes."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tracer.ir.registry import (LIBRARY_OPS, VIEW_OPS, consts_only, fusion_outpu
 from tracer.ir.stats import STATS
 from . import backends
 from .base import const_value, fill
-from .compiler import Kernel, get_kernels
+from .compiler import Kernel, load_kernels, plan_kernels
 from .progress import Bar
 from .planning import is_flat
 from .emit import Emitter
@@ -38,7 +39,7 @@ class Program:
     fills: dict[int, object] = field(default_factory=dict)  # fusions that only fill a constant
     dead_after: list = field(default_factory=list)  # per position: values no later node reads
     freed_after: list = field(default_factory=list)  # per position: storages that die there
-    compiled: bool = False  # compile() started its kernels' compiles
+    compiled: bool = False  # compile() loaded its kernels and started their compiles
 
     @property
     def storage_roots(self) -> set[int]:
@@ -68,10 +69,10 @@ def _flat(n: Node) -> bool:
 
 
 def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program:
-    """Plan the program: its steps, kernel objects (generated source, no compile started) and
-    memory. `memory`: the memory plan of these roots (opt/buffer_assignment.py's MemoryPlan:
-    peak, copied, inplace, freed_after), so liveness is not built again here; `order`: the
-    roots' toposort (the optimizer's)."""
+    """Plan the program: its steps, kernel objects (generated source; nothing written,
+    imported or compiled) and memory. `memory`: the memory plan of these roots
+    (opt/buffer_assignment.py's MemoryPlan: peak, copied, inplace, freed_after), so liveness
+    is not built again here; `order`: the roots' toposort (the optimizer's)."""
     interpreted, consts_of = [], {}
     fills: dict[int, object] = {}
     fusions, requests = [], []
@@ -86,7 +87,7 @@ def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program
             consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
-    kernels = get_kernels(requests, backends.get(backend)) if requests else []
+    kernels = plan_kernels(requests, backends.get(backend)) if requests else []
     kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
     return Program(list(roots), order, kernels, kernel_of, backend, memory.peak, memory.copied,
                    interpreted, consts_of, set(memory.inplace), fills, _dead_after(order, roots),
@@ -94,11 +95,14 @@ def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program
 
 
 def compile(program: Program) -> None:
-    """Start compiling the program's kernels (in the background where the backend can)."""
+    """Load the program's kernels not loaded yet (their batched module written and imported),
+    then start compiling them (in the background where the backend can). Once a program."""
     if program.compiled:
         return
+    be = backends.get(program.backend)
+    load_kernels(program.kernels, be)
     program.compiled = True
-    backends.get(program.backend).prepare(
+    be.prepare(
         [(n, k, program.consts_of[id(n)]) for n in program.order
          if (k := program.kernel_of.get(id(n))) is not None])
 

@@ -1,10 +1,10 @@
 """The engine: the one place that turns a graph into a program and runs it.
 
 `plan` optimizes and lowers a set of roots for a backend through the plan cache (the only
-caller of `opt.optimize` and of lowering); lowering only plans, `compile_kernels` starts the
-kernels' compiles, and `execute` runs a graph: the small-graph decision (NumPy op by op), the
-memory budget, the error located at the user's line and the NaN check. `evaluate`, `explain`,
-`memory_budget` and `jit` all come through here.
+caller of `opt.optimize` and of lowering); lowering only plans (it writes and imports
+nothing), `run` compiles a program's kernels before running it, and `execute` runs a graph:
+the small-graph decision (NumPy op by op), the memory budget, the error located at the user's
+line and the NaN check. `evaluate`, `explain`, `memory_budget` and `jit` all come through here.
 """
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def execute(roots: list[Node], small: bool = False) -> list:
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
     t0 = time.perf_counter()
     program, res, bind = plan(roots, backend())
-    # the optimizer's own time (lowering's codegen and compiles are counted apart), or the
+    # the optimizer's own time (lowering's codegen is counted apart), or the
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
     STATS.plan_cache_hits += res is None

@@ -1,5 +1,5 @@
 """`tracer.explain`: what an evaluation would do (graphs, passes, kernels and their source,
-the roots run by NumPy), as the engine decides it; nothing is compiled or run."""
+the roots run by NumPy), as the engine decides it; nothing is compiled, written or run."""
 from __future__ import annotations
 
 from tracer.ir import Node, format_graph, toposort

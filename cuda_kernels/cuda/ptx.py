@@ -10,6 +10,7 @@ from numba import cuda
 
 from tracer.ir import Node
 from tracer.ir.config import context
+from ..compiler import load_kernels
 from ..emit import Emitter
 from ..planning import acc_dtype, find_reduce, row_plan
 from .backend import CudaBackend
@@ -27,7 +28,9 @@ def _py_func(f):
 
 def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     """PTX for a fusion node's CUDA kernel(s), compiled without a GPU (needs NVRTC): the kernel
-    must have been generated with `cuda_sim=False`."""
+    must have been planned with `cuda_sim=False` (its module is loaded here if it is not yet)."""
+    with context(cuda_sim=False):
+        load_kernels([kernel], CudaBackend())
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
     body = fusion.attr("body")
     em = Emitter(body, "cuda")

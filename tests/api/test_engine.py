@@ -1,10 +1,11 @@
 """The engine (tracer/engine.py) is the one driver of optimize -> lower -> compile -> run:
-only it calls the optimizer and lowering; jit replays get evaluate's error location; one
-evaluation builds liveness once."""
+only it calls the optimizer and lowering; lowering (and so `explain`) writes and imports
+nothing; jit replays get evaluate's error location; one evaluation builds liveness once."""
 from __future__ import annotations
 
 import ast
 import pathlib
+import sys
 from collections import OrderedDict
 
 import numpy
@@ -13,6 +14,7 @@ import pytest
 import tracer
 import tracer.numpy as tnp
 from tracer import plans
+from tracer.cuda_kernels import compiler
 from tracer.opt import liveness
 from tracer.ir.config import context
 
@@ -94,3 +96,56 @@ def test_explain_shows_the_small_graph_decision():
     with context(small_graph=0):
         text = str(tracer.explain((a * 2).sum()))
         assert "run by NumPy op by op" not in text and "== kernel" in text
+
+
+def _generated_modules() -> set[str]:
+    return {m for m in sys.modules if m.startswith("tracer_gen.")}
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch) -> pathlib.Path:
+    """An empty kernel cache folder, no kernel known in memory, no cached plan."""
+    monkeypatch.setenv("TRACER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "_MEM", {})
+    monkeypatch.setattr(plans, "_PLANS", OrderedDict())
+    return tmp_path
+
+
+def test_explain_writes_and_imports_nothing(fresh_cache):
+    h = numpy.linspace(-3, 3, 50)
+    x = tnp.asarray(h)
+    out = tnp.arctan2(x * 3 - 1, tnp.abs(x) + 0.5)
+    modules = _generated_modules()
+    with context(small_graph=0):
+        plan = tracer.explain(out)
+        assert plan.kernels and all(k.fn is None for k in plan.kernels)
+        text = str(plan)
+        assert all(k.source in text and f"def {k.name}(" in k.source for k in plan.kernels)
+        assert list(fresh_cache.rglob("*")) == []
+        assert _generated_modules() == modules
+        numpy.testing.assert_allclose(numpy.asarray(out), numpy.arctan2(h * 3 - 1,
+                                                                        numpy.abs(h) + 0.5),
+                                      rtol=1e-12)
+    # evaluating compiled the very kernels explain planned, from their printed source
+    k = plan.kernels[0]
+    assert k.fn is not None and f"tracer_gen.{k.module}" in _generated_modules() - modules
+    written = (fresh_cache / "gen" / f"{k.module}.py").read_text()
+    assert f"def {k.name}(" in written and k.source.split(f"def {k.name}(")[1] in written
+
+
+def test_a_kernel_two_plans_share_is_written_once(fresh_cache):
+    h = numpy.arange(40.0)
+    x = tnp.asarray(h)
+    shared = lambda: tnp.sinh(x) * 2 - 1  # noqa: E731
+    with context(small_graph=0, compile_mode="sync"):
+        first = tracer.explain(shared())
+        both = tracer.explain(shared(), tnp.cosh(x).max())
+        (k,) = first.kernels
+        assert k in both.kernels and k.fn is None  # one planned kernel for both, not loaded
+        numpy.testing.assert_allclose(numpy.asarray(shared()), numpy.sinh(h) * 2 - 1)
+        got = [numpy.asarray(v) for v in tracer.evaluate(shared(), tnp.cosh(x).max())]
+    numpy.testing.assert_allclose(got[0], numpy.sinh(h) * 2 - 1)
+    assert got[1] == numpy.cosh(h).max()
+    sources = [p.read_text() for p in (fresh_cache / "gen").glob("b_*.py")]
+    assert len(sources) == 2  # the second graph's module holds only its new kernel
+    assert sum(src.count(f"def {k.name}(") for src in sources) == 1
