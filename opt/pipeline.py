@@ -158,7 +158,7 @@ def _present(ops: Counter) -> set:
     return set(ops) | {OPS[op].kind for op in ops}
 
 
-def _segments(pipeline: list[tuple[str, Pass, str]]) -> list[tuple[list, bool]]:
+def _segments(pipeline: list[tuple[str, Pass | Analysis, str]]) -> list[tuple[list, bool]]:
     """The pipeline cut into runs of consecutive entries: (entries, repeat to a fixed point)."""
     out: list[tuple[list, bool]] = []
     for entry in pipeline:
@@ -175,11 +175,11 @@ def optimize(roots: list[Node], pipeline: list[tuple[str, Pass | Analysis, str]]
              budget: object | None = None) -> OptResult:
     """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`. `budget`:
     the active memory budget, or None; the split found under one depends on the graph alone,
-    not on the budget's size. `passes` and
-    `effects` hold one entry per pipeline entry: a pass repeated by the fixed point reports its
-    summed time, whether any run changed the graph, and the ops before its first run and after
-    its last. The graph is sorted once (not at all when the caller passes its `order`), then
-once after each change (not once per pass); `res.order` is the result's order."""
+    not on the budget's size. `passes` and `effects` hold one entry per pipeline entry: a pass
+    repeated by the fixed point reports its summed time, whether any run changed the graph, and
+    the ops before its first run and after its last. The graph is sorted once (not at all when
+    the caller passes its `order`), then once after each change (not once per pass);
+    `res.order` is the result's order."""
     pipeline = PIPELINE if pipeline is None else pipeline
     record = CONFIG.debug >= 3 if record is None else record
     res = OptResult(list(roots))
