@@ -7,7 +7,9 @@ the passes already run when one fails.
 The passes share one topological order per graph (rewrite.shared_order): a pass that changes
 nothing returns the same roots, and the graph is sorted again only after a change. A pass whose
 op kinds are absent from the graph (one op histogram per graph, NEEDS) is skipped. The tensor
-splitter is not a stage here: tracer/budget.py drives it, chunk by chunk, under a memory budget.
+splitter is a stage that rewrites nothing (UNDER_BUDGET): given a memory budget it records the
+split on the result, and tracer/budget.py runs the chunks where the plan needs more than the
+budget; with none it is skipped.
 """
 from __future__ import annotations
 
@@ -31,11 +33,16 @@ from .rewrite import order_of, shared_order
 from .scatter_expander import scatter_expander
 from .simplify import constant_folding, cse, dce, simplify
 from .sinking import sink_movement
+from .splitter import Split, find as find_split
 from .tree_reduction import tree_reduction
 
 Pass = Callable[[list[Node]], list[Node]]
+Analysis = Callable[[list[Node]], object]  # what it finds, kept on the result (UNDER_BUDGET)
 
-PIPELINE: list[tuple[str, Pass, str]] = [
+PIPELINE: list[tuple[str, Pass | Analysis, str]] = [
+    ("tensor_splitter", find_split,
+     "under a memory budget: the value whose rows every output follows, to run in chunks "
+     "(first: the simplification group's GEMMs and canonical or merged dots hide those rows)"),
     ("simplify", simplify, "algebraic identities (x*1, -(-x), transpose pairs) shrink the graph"),
     ("constant_folding", constant_folding, "ops on constants become one constant"),
     ("sink_movement", sink_movement,
@@ -70,6 +77,10 @@ PIPELINE: list[tuple[str, Pass, str]] = [
 SIMPLIFICATION = frozenset({"simplify", "constant_folding", "sink_movement", "euclidean_distance",
                             "matrix_chain", "dot_decompose", "dot_merge", "cse", "dce"})
 FIXPOINT_ROUNDS = 4
+
+# Entries that rewrite nothing: given a budget, the driver keeps what they find on the result,
+# as the OptResult field named here; with none they are skipped.
+UNDER_BUDGET: dict[str, str] = {"tensor_splitter": "split"}
 
 # A pass that can only change a graph holding one of these op kinds (or the op `const`): it is
 # skipped, without a call, when the graph's op histogram has none. Passes not named always run.
@@ -134,6 +145,7 @@ class OptResult:
     seconds: float = 0.0
     effects: list[PassEffect] = field(default_factory=list)  # filled only when recording
     order: list[Node] = field(default_factory=list)  # toposort(roots) of the result
+    split: Split | None = None  # under a budget: the tensor splitter's, of the input graph
 
 
 _dump_counter = [0]
@@ -148,7 +160,7 @@ def _present(ops: Counter) -> set:
     return set(ops) | {OPS[op].kind for op in ops}
 
 
-def _segments(pipeline: list[tuple[str, Pass, str]]) -> list[tuple[list, bool]]:
+def _segments(pipeline: list[tuple[str, Pass | Analysis, str]]) -> list[tuple[list, bool]]:
     """The pipeline cut into runs of consecutive entries: (entries, repeat to a fixed point)."""
     out: list[tuple[list, bool]] = []
     for entry in pipeline:
@@ -160,13 +172,16 @@ def _segments(pipeline: list[tuple[str, Pass, str]]) -> list[tuple[list, bool]]:
     return out
 
 
-def optimize(roots: list[Node], pipeline: list[tuple[str, Pass, str]] | None = None,
-             record: bool | None = None, order: list[Node] | None = None) -> OptResult:
-    """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`. `passes` and
-    `effects` hold one entry per pipeline entry: a pass repeated by the fixed point reports its
-    summed time, whether any run changed the graph, and the ops before its first run and after
-    its last. The graph is sorted once (not at all when the caller passes its `order`), then
-once after each change (not once per pass); `res.order` is the result's order."""
+def optimize(roots: list[Node], pipeline: list[tuple[str, Pass | Analysis, str]] | None = None,
+             record: bool | None = None, order: list[Node] | None = None,
+             budget: object | None = None) -> OptResult:
+    """Run the pipeline. `record` (default: TRACER_DEBUG>=3) also fills `effects`. `budget`:
+    the active memory budget, or None; the split found under one depends on the graph alone,
+    not on the budget's size. `passes` and `effects` hold one entry per pipeline entry: a pass
+    repeated by the fixed point reports its summed time, whether any run changed the graph, and
+    the ops before its first run and after its last. The graph is sorted once (not at all when
+    the caller passes its `order`), then once after each change (not once per pass);
+    `res.order` is the result's order."""
     pipeline = PIPELINE if pipeline is None else pipeline
     record = CONFIG.debug >= 3 if record is None else record
     res = OptResult(list(roots))
@@ -185,8 +200,8 @@ once after each change (not once per pass); `res.order` is the result's order.""
             hist[:] = [res.roots, op_histogram(res.roots)]
         return hist[1]
 
-    def run(k: int, name: str, fn: Pass) -> bool:
-        if name in CONFIG.disable_passes or \
+    def run(k: int, name: str, fn: Pass | Analysis) -> bool:
+        if name in CONFIG.disable_passes or name in UNDER_BUDGET and budget is None or \
                 name in NEEDS and not NEEDS[name] & _present(ops_now()):
             ops = ops_now() if record else None
             stats.setdefault(k, [0.0, False, ops, ops, name in CONFIG.disable_passes])
@@ -197,6 +212,9 @@ once after each change (not once per pass); `res.order` is the result's order.""
         t0 = time.perf_counter()
         try:
             out = fn(res.roots)
+            if name in UNDER_BUDGET:
+                setattr(res, UNDER_BUDGET[name], out)
+                out = res.roots
             changed = len(out) != len(res.roots) or any(a is not b for a, b in zip(out, res.roots))
             if CONFIG.verify and changed:  # (the same roots: verified already)
                 verify(out, order_of(out))

@@ -14,7 +14,10 @@ only ever exist one chunk of rows at a time.
 
 S is sought among the graph's leaves and computed values (self-attention: Q, K and V all come
 from X, so X's rows are not independent, but Q's are once K and V are realized); of those that
-cover every output, the one that leaves the fewest bytes to hold whole wins.
+cover every output, the one that leaves the fewest bytes to hold whole wins. The pipeline's
+tensor_splitter stage seeks it under a budget, on the graph as recorded (the simplification
+group's rewrites hide the rows: a distance's GEMM, canonical 3-D dots, merged dots), and keeps
+it on the optimizer's result; each chunk graph is optimized in full when it runs.
 """
 from __future__ import annotations
 
@@ -38,10 +41,20 @@ class Split:
     cuts: dict              # id -> (reduction over S's rows, its input's row axis): each chunk
                             # reduces its rows, the partials combine in order (by the
                             # reduction's ufunc)
+    roots: list             # the graph split
 
     @property
     def rows(self) -> int:
         return self.source.shape[self.axis]
+
+    def on(self, roots: list[Node]) -> Split:
+        """This split of a graph of the same structure (a cached plan's split, of this
+        evaluation's graph): nodes matched by their place in the topological order."""
+        new = dict(zip(map(id, toposort(self.roots)), toposort(roots)))
+        at = lambda n: new[id(n)]  # noqa: E731
+        return Split(at(self.source), self.axis, self.root_axes,
+                     [at(n) for n in self.frontier],
+                     {id(at(n)): (at(n), ax) for n, ax in self.cuts.values()}, roots)
 
 
 def _kind(n: Node) -> Kind:
@@ -136,7 +149,7 @@ def find(roots: list[Node]) -> Split | None:
                     isinstance(ax[id(n.inputs[0])], int)}
             cost = sum(n.nbytes for n in frontier) + (source.nbytes if source.op != "input" else 0)
             if best is None or cost < held:
-                best, held = Split(source, axis, root_axes, frontier, cuts), cost
+                best, held = Split(source, axis, root_axes, frontier, cuts, roots), cost
     return best
 
 

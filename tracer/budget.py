@@ -138,14 +138,15 @@ def need_bytes(program) -> int:
     return program.peak_bytes + _result_bytes(program)
 
 
-def run(roots, program, bind, budget: Budget, be: str, execute, plan) -> list:
+def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> list:
     """Evaluate a planned program within the budget: whole where what it allocates fits, split
-    (run_split) where not. The tiered path (cuda_kernels/tiled.py) may use what the plan
-    leaves of the budget. The engine's `execute(roots)` evaluates a graph and `plan(roots,
-    be)` plans one (nothing compiled or run)."""
+    (run_split) where not. `split`: the optimizer's, found under the budget (a cached plan's is
+    of a graph of the same structure). The tiered path (cuda_kernels/tiled.py) may use what
+    the plan leaves of the budget. The engine's `execute(roots)` evaluates a graph and
+    `plan(roots, be)` plans one (nothing compiled or run)."""
     need = need_bytes(program)
     if need > budget.limit:
-        return run_split(roots, program, budget, be, execute, plan)
+        return run_split(roots, program, split, budget, be, execute, plan)
     meter = PeakMeter()
     with tiled.room(budget.limit - need), _no_idle_blocks(be):
         bufs = cuda_kernels.run(program, bind, meter)
@@ -294,19 +295,20 @@ def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tup
     raise over_budget(program, budget, why, smallest)
 
 
-def run_split(roots, program, budget: Budget, be: str, execute, plan) -> list:
-    """Evaluate roots within the budget by splitting (opt/splitter.py), or raise
-    MemoryBudgetError before anything is allocated. `execute(roots)` evaluates a graph.
+def run_split(roots, program, split, budget: Budget, be: str, execute, plan) -> list:
+    """Evaluate roots within the budget by splitting them as the optimizer found (`split`, or
+    None where nothing splits: opt/splitter.py), or raise MemoryBudgetError before anything is
+    allocated. `execute(roots)` evaluates a graph.
 
     Stages: the values the chunks read whole (and outputs independent of the split rows);
     the chunks, each writing its rows of the row-wise outputs and adding its partial to each
     reduction over the rows (combined in chunk order); then the outputs computed from those
     combined reductions. The chunks and what follows them run within what the earlier stages
     hold of the budget."""
-    split = splitter.find(roots)
     if split is None:
         raise over_budget(program, budget, "no input or value has rows that every output "
                           "follows, so it cannot be split", need_bytes(program))
+    split = split.on(roots)
     st = _stages(roots, split, be, plan)
     stand = {id(n): _stand_in(n) for n in st.pre}
     source = split.source.attr("buf").value if split.source.op == "input" else \

@@ -45,7 +45,7 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
                     order: list[Node] | None = None):
     """(program, optimizer result): lowering takes the optimizer's order and plans memory
     from buffer assignment's liveness. `order`: toposort(roots), where the caller has it."""
-    res = opt.optimize(roots, record=record, order=order)
+    res = opt.optimize(roots, record=record, order=order, budget=budget.active())
     return lower(res.roots, be, memory_plan(res.roots, res.order), res.order), res
 
 
@@ -67,15 +67,16 @@ def lookup(roots: list[Node], be: str):
 
 
 def plan(roots: list[Node], be: str):
-    """(program, res, bind): the program that computes the roots (no compile started), the
-    optimizer's result (None on a cache hit), and the leaf buffers to bind to its slots."""
+    """(program, res, bind, split): the program that computes the roots (no compile started),
+    the optimizer's result (None on a cache hit), the leaf buffers to bind to its slots, and
+    the optimizer's split (under a memory budget; of the cached plan's graph on a hit)."""
     found = lookup(roots, be) if not CONFIG.dump_dir else None
     if found is None:
         program, res = _optimize_lower(roots, be)
-        return program, res, None
+        return program, res, None, res.split
     entry, hit, leaves = found
     bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
-    return entry.program, (None if hit else entry.res), bind
+    return entry.program, (None if hit else entry.res), bind, entry.res.split
 
 
 def explain(roots: list[Node]):
@@ -107,12 +108,12 @@ def execute(roots: list[Node], small: bool = False) -> list:
     if phases0:
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
     t0 = time.perf_counter()
-    program, res, bind = plan(roots, backend())
+    program, res, bind, split = plan(roots, backend())
     # the optimizer's own time (lowering's codegen is counted apart), or the
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
     STATS.plan_cache_hits += res is None
-    bufs = run(program, bind, lambda: roots)
+    bufs = run(program, bind, lambda: roots, split)
     if CONFIG.debug >= 1:
         how = "cached plan" if res is None else "new plan"
         spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
@@ -134,17 +135,17 @@ def execute(roots: list[Node], small: bool = False) -> list:
     return bufs
 
 
-def run(program, bind, graph) -> list:
+def run(program, bind, graph, split=None) -> list:
     """Run a planned program (its kernels compiled first): within the active memory budget,
     an error raised again at the user's line, outputs checked for NaN (CONFIG.check_nans).
     `graph()`: the user's graph the program computes, with its real leaves (built only for
-    an error, a NaN or a budget)."""
+    an error, a NaN or a budget); `split`: the optimizer's, planned under the budget."""
     compile_program(program)
     _RUNNING[0] += 1
     try:
         limit = budget.active()
         if limit is not None:
-            bufs = budget.run(graph(), program, bind, limit, program.backend, execute,
+            bufs = budget.run(graph(), program, bind, limit, split, program.backend, execute,
                               lambda g, be: plan(g, be)[0])
         else:
             bufs = cuda_kernels.run(program, bind)

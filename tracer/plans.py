@@ -4,8 +4,9 @@ again (about 0.5 ms for a small graph); only the input buffers are rebound.
 
 The key is everything a plan may depend on: each node's op, input positions, shape, dtype and
 attributes (constant values included: the simplifier reads them), which leaves are the same
-buffer, each leaf's layout, the roots, the backend and the passes switched off. A cached plan
-holds `Slot` leaves, never the user's buffers, so it keeps no data alive.
+buffer, each leaf's layout, the roots, the backend, the passes switched off and whether a memory
+budget is active (the optimizer then keeps a split, which does not depend on the budget's
+size). A cached plan holds `Slot` leaves, never the user's buffers, so it keeps no data alive.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections import OrderedDict
 from tracer.cuda_kernels.executor import buffer_contiguous
 from tracer.ir import Node, Slot, make
 from tracer.ir.config import CONFIG
+from . import budget
 
 MAX_PLANS = 256
 
@@ -36,7 +38,7 @@ def signature(roots: list[Node], backend: str, order: list[Node]
     toposort(roots)."""
     pos: dict[int, int] = {}
     leaves: list[Node] = []
-    key: list = [backend, tuple(sorted(CONFIG.disable_passes))]
+    key: list = [backend, tuple(sorted(CONFIG.disable_passes)), budget.active() is not None]
     for n in order:
         pos[id(n)] = len(pos)
         if n.op == "input":

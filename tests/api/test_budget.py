@@ -12,6 +12,7 @@ import tracer
 import tracer.numpy as np
 from tracer.opt import splitter
 from tracer.budget import active, parse_size
+from tracer.ir.config import context
 
 MiB = 2**20
 
@@ -216,3 +217,22 @@ def test_reductions_over_the_split_rows_combine_in_order(rng):
             assert (got == want).mean() > 0.999
         else:
             assert numpy.abs(got - want).max() <= 1e-5 * numpy.abs(want).max()
+
+
+def test_the_split_is_the_optimizers_and_plans_under_a_budget_stay_apart(rng):
+    """The pipeline's tensor_splitter stage seeks the split only under a budget; a plan made
+    without one (no split) is not reused under one; switched off, nothing splits."""
+    x, y = map(np.asarray, _data(rng, (600, 16), (500, 16)))
+    assert ("tensor_splitter", 0.0, False) in tracer.explain(_knn(np, x, y)[0]).passes
+    tracer.evaluate(_knn(np, x, y)[0])  # planned and cached without a budget
+    d = _knn(np, x, y)[0]
+    with tracer.memory_budget(64 * 1024):
+        ran = {p[0]: p[1] for p in tracer.explain(d).passes}
+        assert ran["tensor_splitter"] > 0
+        with pytest.raises(tracer.MemoryBudgetError, match="cannot be split"), \
+                context(disable_passes={"tensor_splitter"}):
+            tracer.evaluate(d)
+        tracer.reset_stats()
+        tracer.evaluate(d)
+    assert tracer.stats().split_chunks > 1
+    assert tracer.stats().measured_peak_bytes <= 64 * 1024

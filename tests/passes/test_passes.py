@@ -132,7 +132,8 @@ def test_pipeline_reports_passes_and_names_failures(monkeypatch):
 
     def boom(roots):
         raise RuntimeError("kaput")
-    pipeline = opt.PIPELINE[:2] + [("boom", boom, "test")]
+    pipeline = [e for e in opt.PIPELINE if e[0] in ("simplify", "constant_folding")] + \
+        [("boom", boom, "test")]
     with pytest.raises(opt.PassError, match="pass 'boom' failed after: simplify, constant_folding"):
         opt.optimize([a], pipeline)
 
