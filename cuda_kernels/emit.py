@@ -6,15 +6,13 @@ structure, dtypes, ranks and broadcast pattern. Sizes reach kernels as arguments
 from __future__ import annotations
 
 import hashlib
-import re
+from typing import Mapping
 
 import numpy as np
 
 from tracer.ir import Node, toposort
 from tracer.ir.registry import OPS, Kind, fusion_outputs
-from tracer.ir.scalar_lib import HELPERS
-
-_CALL = re.compile(r"\b(_\w+)\(")
+from .helpers import HELPERS, helper_source, needed_helpers
 
 TYPE_NAMES = {"bool": "_b1", "int8": "_i8", "int16": "_i16", "int32": "_i32", "int64": "_i64",
               "uint8": "_u8", "uint16": "_u16", "uint32": "_u32", "uint64": "_u64",
@@ -29,12 +27,12 @@ _WRAP_I64 = {"add": "(_u64({0}) + _u64({1}))", "subtract": "(_u64({0}) - _u64({1
 
 
 # libm functions whose domain errors return a positive NaN, where NumPy's loops return the
-# default NaN (scalar_lib._dnan)
+# default NaN (helpers._dnan)
 _LIBM_POSITIVE_NAN = {"log10", "arcsin", "arccos"}
 
 
 def _float_to_int(dt: np.dtype) -> str:
-    """NumPy's float to integer cast (scalar_lib._f2i64 and friends). LLVM's fptosi and fptoui
+    """NumPy's float to integer cast (helpers._f2i64 and friends). LLVM's fptosi and fptoui
     are undefined out of range, and do differ: saturated in vector loops, folded to 0. Types
     narrower than 32 bits take the low bits of the int32 conversion, as x86 code does."""
     bits = max(dt.itemsize * 8, 32)
@@ -135,10 +133,9 @@ def kernel_label(body: Node, kind: str) -> str:
 
 class Emitter:
     """Emits statements computing body nodes at index tuples. One per kernel."""
-    helper_sources: dict[str, str] = HELPERS  # a backend's own versions replace some helpers
+    helper_sources: Mapping[str, str] = HELPERS  # a backend's own table (helpers by name)
 
-    def __init__(self, body: Node, backend: str):
-        self.backend = backend
+    def __init__(self, body: Node):
         order = toposort([body])
         self.params: list[Node] = sorted((n for n in order if n.op == "param"),
                                          key=lambda p: p.attr("index"))
@@ -221,7 +218,7 @@ class Emitter:
             d = OPS[op]
             assert d.kind is Kind.ELEMENTWISE, op
             args = [self.emit(i, idx, out, memo) for i in n.inputs]
-            tpl = d.template(tuple(i.dtype for i in n.inputs), n.dtype, self.backend)
+            tpl = d.template(tuple(i.dtype for i in n.inputs), n.dtype)
             assert tpl is not None, f"no kernel template for {op}"
             tpl = _numpy_loop(n, tpl)
             for helper, fn in self.calls.items():
@@ -234,20 +231,7 @@ class Emitter:
 
     def _need(self, text: str) -> None:
         """Add the helpers `text` calls, and the helpers they call."""
-        needed_helpers(text, self.helpers)
+        needed_helpers(text, self.helpers, self.helper_sources)
 
     def helper_source(self, decorator: str) -> str:
         return helper_source(self.helpers, decorator, self.helper_sources)
-
-
-def needed_helpers(text: str, have: set[str]) -> set[str]:
-    """Add to `have` the scalar_lib helpers `text` calls, and the helpers they call."""
-    for h in _CALL.findall(text):
-        if h in HELPERS and h not in have:
-            have.add(h)
-            needed_helpers(HELPERS[h], have)
-    return have
-
-
-def helper_source(helpers: set[str], decorator: str, sources: dict = HELPERS) -> str:
-    return "\n\n".join(f"{decorator}\n{sources[h]}" for h in sorted(helpers))

@@ -84,7 +84,7 @@ def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program
                        [i.size for i in n.inputs])
             fusions.append(n)
             requests.append((n.attr("body"), n.attr("kind"), _flat(n), work >= PARALLEL_MIN))
-            consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body"), backend).consts]
+            consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body")).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
     kernels = plan_kernels(requests, backends.get(backend)) if requests else []

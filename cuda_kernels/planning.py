@@ -174,14 +174,14 @@ def ident_literal(red: Node) -> str:
     return literal(reduce_identity(OPS[red.op], red.inputs[0].dtype))
 
 
-def combine_text(red: Node, backend: str) -> str:
+def combine_text(red: Node) -> str:
     """The reduction's combine step in its accumulator's dtype, over `{0}` (acc) and `{1}` (v);
     empty for arg-reductions, which pick by `better`."""
     c = OPS[red.op].combine
     if c is None or isinstance(c, str):
         return c or ""
     dt = acc_dtype(red)
-    return c((dt, dt), dt, backend)
+    return c((dt, dt), dt)
 
 
 def combine_expr(combine: str, acc: str, v: str) -> str:

@@ -2,7 +2,7 @@
 NumPy interpreter."""
 from .node import Buffer, Node, Slot, make, toposort, users
 from .registry import OPS, Kind, OpDef, Props, get
-from . import catalogue, library_ops  # noqa: F401  (the catalogue: registers every op)
+from . import catalogue, elementwise_ops, library_ops  # noqa: F401  (registers every op)
 from .printer import format_graph
 from .verify import VerifyError, verify
 from .interp import run_graph

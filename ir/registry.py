@@ -1,16 +1,17 @@
 """The op registry's machinery: what an op entry is (OpDef, Kind, Props), registration and
 lookups by property. The entries themselves live in the catalogue modules (`catalogue.py`,
-`library_ops.py`), which import this module; this module imports none of them. `tracer.ir`
-imports the catalogue, so any import of the package sees every op registered.
+`elementwise_ops.py`, `library_ops.py`), which import this module; this module imports none of
+them. `tracer.ir` imports the catalogue, so any import of the package sees every op registered.
 
 Code asks an op's properties (its kind, `props.cheap`, `props.view`, `props.library`, a
 reduction's `ufunc`, `combine`, `identity`, `accumulate` and `better`) instead of comparing op names:
 adding an op is one catalogue entry.
 
-An elementwise entry's `template(in_dtypes, out_dtype, backend)` returns a Python expression over
-`{0}`, `{1}`, ... (operands already cast to the loop's input dtypes) or None when there is no kernel
-for those dtypes; the op then runs in the interpreter and is reported as a fallback. Codegen casts
-the expression to the output dtype, which gives NumPy's wrap-around for integers.
+An elementwise entry's `template(in_dtypes, out_dtype)` returns a Python expression over `{0}`,
+`{1}`, ... (operands already cast to the loop's input dtypes) or None when there is no kernel for
+those dtypes; the op then runs in the interpreter and is reported as a fallback. It calls scalar
+helpers by name only; each code generator supplies their source. Codegen casts the expression to
+the output dtype, which gives NumPy's wrap-around for integers.
 """
 from __future__ import annotations
 
@@ -67,11 +68,11 @@ class OpDef:
     shape_rule: Callable[[list[tuple], dict], tuple]
     dtype_rule: Callable[[list[np.dtype], dict], np.dtype]
     ref: Callable[..., Any]                   # NumPy meaning: ref(*arrays, **attrs)
-    template: Callable[[tuple, np.dtype, str], str | None] | None = None
+    template: Callable[[tuple, np.dtype], str | None] | None = None
     identity: Any = None                      # reductions: value of an empty reduction
     # reductions: one step of (acc, v) as `{0}`, `{1}`: a string, or a template as elementwise
-    # ops have, of ((acc dtype, acc dtype), acc dtype, backend)
-    combine: str | Callable[[tuple, np.dtype, str], str] | None = None
+    # ops have, of ((acc dtype, acc dtype), acc dtype)
+    combine: str | Callable[[tuple, np.dtype], str] | None = None
     props: Props = field(default_factory=Props)
     ufunc: np.ufunc | None = None             # elementwise: the ufunc; reductions: what reduces
     accumulate: str | None = None             # reductions: ACC_* above

@@ -39,7 +39,7 @@ def has_kernel(n: Node) -> bool:
         return False
     if d.kind is Kind.ELEMENTWISE:
         return d.template is not None and \
-            d.template(tuple(i.dtype for i in n.inputs), n.dtype, "cpu") is not None
+            d.template(tuple(i.dtype for i in n.inputs), n.dtype) is not None
     if d.kind is Kind.REDUCE:
         return n.inputs[0].dtype.kind in "biuf" and n.inputs[0].dtype.itemsize != 2
     if is_remap(n):

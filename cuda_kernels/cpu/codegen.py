@@ -17,6 +17,7 @@ from tracer.ir import Node, toposort
 from tracer.ir.registry import ACC_SELECT, OPS, fusion_outputs
 from ..base import Gen
 from ..emit import Emitter, tname
+from .helpers import HELPERS
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, find_reduce,
                         ident_literal, is_reduce, reach, reduce_layout, row_index, row_plan,
                         stores)
@@ -41,9 +42,10 @@ class CpuEmitter(Emitter):
     once, before any loop (`generate` puts the reads first): Numba's parfor lowering passes a
     0-d array into a prange body as a scalar, where `p[()]` fails to type. A serial kernel
     (`parallel` False) gets range loops and thread 0, so it needs no threading layer."""
+    helper_sources = HELPERS
 
     def __init__(self, body: Node, parallel: bool):
-        super().__init__(body, "cpu")
+        super().__init__(body)
         self.parallel = parallel
         self.used_prange = False
         self.scalar_params: set[str] = set()
@@ -102,7 +104,7 @@ def gen_trig_loop(em: CpuEmitter, name: str, args: list[Node]) -> list[str]:
     stmts.append("nbig += " + " + ".join(f"(abs({v}) >= 65536.0)" for v in vals))
     L += ["            " + st for st in stmts]
     for cond, sin, cos in (("if nbig:", "math.sin", "math.cos"), ("else:", "_vsin32s", "_vcos32s")):
-        em.calls = {"_vsin32": sin, "_vcos32": cos}
+        em.calls = {"_sin_f32": sin, "_cos_f32": cos}
         body: list[str] = []
         body += stores(em, em.outputs, ("i0",), body, {})
         L += [f"        {cond}", "            for i0 in range(lo, hi):"]
@@ -174,7 +176,7 @@ def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
     acc_t = tname(acc_dtype(red))
-    combine = combine_text(red, "cpu")
+    combine = combine_text(red)
     em._need(combine)
     blocked = _float_sum(red)
     form = reduce_form(body)
@@ -407,7 +409,7 @@ def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
     for r, red in enumerate(plan.reds):
         hoist()
         acc_t = tname(acc_dtype(red))
-        combine = combine_text(red, "cpu")
+        combine = combine_text(red)
         em._need(combine)
         L += [ind + st for st in acc_init(red, acc_t)]
         unroll = _float_sum(red) and p - k == 1

@@ -1,6 +1,6 @@
 """What the cpu kernels need beyond plain Python: bit casts between float64 and int64 and the
-bits of 2/pi for the vectorizable math helpers (ir/scalar_lib.py, `_v*`), and a reassociable
-add for block sums. The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
+bits of 2/pi for the vectorizable math helpers (cpu/helpers.py), and a reassociable add for
+block sums. The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
 blocks vectorization; the helpers are branch-free arithmetic LLVM vectorizes instead.
 """
 from __future__ import annotations

@@ -12,8 +12,8 @@ Kernels
   A full reduction (no kept axes) always uses several blocks (G >= 2). No atomics: results are
   the same from run to run. Accumulator dtypes come from planning.acc_dtype (float sums in
   float64); argmax/argmin keep NumPy's first-occurrence and first-NaN rules.
-- Helpers from ir/scalar_lib.py are `cuda.jit(device=True, inline="always")` (the only kind
-  compile_ptx accepts without a GPU, NUMBA_NOTES.md section 3).
+- Helpers (codegen.HELPER_SOURCES) are `cuda.jit(device=True, inline="always")` (the only
+  kind compile_ptx accepts without a GPU, NUMBA_NOTES.md section 3).
 - Under `CONFIG.cuda_sim` the same generated source runs on Numba's simulator: the module is
   imported with `_jit`/`_devjit` bound to `simulator.jit`, and `cuda` bound to the real
   `numba.cuda` module, which `simulator.jit` swaps for its fake module while a kernel runs (binding

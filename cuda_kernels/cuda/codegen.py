@@ -10,8 +10,8 @@ import numpy as np
 from tracer.ir import Node, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS
-from tracer.ir.scalar_lib import HELPERS
 from ..emit import Emitter, tname
+from ..helpers import HELPERS
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, ident_literal,
                         reduce_layout, row_index, row_plan, stores)
 
@@ -56,9 +56,6 @@ class CudaEmitter(Emitter):
     """The emitter of numba.cuda kernels: a 0-d array is launched as a 1-element array, so it
     is read and written at [0]."""
     helper_sources = HELPER_SOURCES
-
-    def __init__(self, body: Node):
-        super().__init__(body, "cuda")
 
     def sub(self, name: str, idx: tuple[str, ...]) -> str:
         return f"{name}[{', '.join(idx) if idx else '0'}]"
@@ -123,7 +120,7 @@ def gen_reduce(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     p = src.ndim
     acc_t = tname(acc_dtype(red))
     sh_t = NB_TYPES[acc_dtype(red).name]
-    combine = combine_text(red, "cuda")
+    combine = combine_text(red)
     em._need(combine)
     base = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
     sizes = [f"m{k}" for k in range(p)]
@@ -240,7 +237,7 @@ def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     for r, red in enumerate(plan.reds):
         hoist()
         acc_t = tname(acc_dtype(red))
-        combine = combine_text(red, "cuda")
+        combine = combine_text(red)
         em._need(combine)
         shv = sh_name[NB_TYPES[acc_dtype(red).name]]
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from tracer.ir import Node
 from tracer.ir.registry import OPS
-from ..emit import helper_source, needed_helpers, tname
+from ..emit import tname
+from ..helpers import helper_source, needed_helpers
 from .codegen import HELPER_SOURCES, _tpb, _unflatten
 from .memory import cstrides
 
@@ -38,7 +39,7 @@ SERIAL_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "fmax", "fmin
 
 
 def serial_mode(op: str, dtype: np.dtype) -> str | None:
-    if op not in SERIAL_OPS or OPS[op].template((dtype, dtype), dtype, "cuda") is None:
+    if op not in SERIAL_OPS or OPS[op].template((dtype, dtype), dtype) is None:
         return None
     return f"ser{SERIAL_OPS.index(op)}{dtype.name}"
 
@@ -76,9 +77,9 @@ def gen_index(arg: str, name: str) -> str:
               f"        off += w * {xa[j]}"]
     if serial:
         dt = np.dtype(serial.group(2))
-        tpl = OPS[SERIAL_OPS[int(serial.group(1))]].template((dt, dt), dt, "cuda")
+        tpl = OPS[SERIAL_OPS[int(serial.group(1))]].template((dt, dt), dt)
         L.append(f"        out[off] = {tname(dt)}({tpl.format('out[off]', 'v[flat]')})")
-        helpers = needed_helpers(tpl, set())
+        helpers = needed_helpers(tpl, set(), HELPER_SOURCES)
         return helper_source(helpers, "@_devjit", HELPER_SOURCES) + "\n\n\n" + "\n".join(L) if helpers \
             else "\n".join(L)
     L.append("        " + {

@@ -33,7 +33,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
         load_kernels([kernel], CudaBackend())
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
     body = fusion.attr("body")
-    em = Emitter(body, "cuda")
+    em = Emitter(body)
     sig = [nb_array(o.dtype, 1 if kernel.flat else max(o.ndim, 1)) for o in em.outputs]
     rank = 1 if kernel.flat else em.outputs[0].ndim
     sig += [nb_array(p.dtype, 1 if kernel.flat else p.ndim) for p in em.params]

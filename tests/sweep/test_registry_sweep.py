@@ -27,7 +27,9 @@ import tracer
 import tracer.numpy as tnp
 from tracer.cuda_kernels.emit import TYPE_NAMES
 from tracer.ir.registry import ACC_ARG, OPS, Kind, names, reduce_identity
-from tracer.ir.scalar_lib import HELPERS
+from tracer.cuda_kernels.cpu.helpers import HELPERS as CPU_HELPERS
+from tracer.cuda_kernels.cuda.codegen import HELPER_SOURCES as CUDA_HELPERS
+from tracer.cuda_kernels.helpers import HELPERS
 
 KERNEL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                  "uint64", "float32", "float64")
@@ -120,14 +122,14 @@ def has_kernel(name: str, args) -> bool:
     keys = tuple(a.dtype if isinstance(a, np.ndarray) else type(a) for a in args)
     loop = d.ufunc.resolve_dtypes(keys + (None,))
     cast = OPS["cast"].template  # a Python scalar becomes a constant of the loop's dtype
-    casts_ok = all(isinstance(a, type) or a == b or cast((a,), b, "cpu") is not None
+    casts_ok = all(isinstance(a, type) or a == b or cast((a,), b) is not None
                    for a, b in zip(keys, loop))
     if name == "power" and not isinstance(args[1], np.ndarray) and args[1] in (0, 1, 2):
         return True  # x**1 and x**2 are recorded as positive and square (ufuncs.py); x**0 folds
     if name in ("positive", "conjugate") and keys[0].kind != "c":
         return True  # the simplifier removes these on real values: nothing is left to run
     return casts_ok and d.template is not None and \
-        d.template(loop[:-1], loop[-1], "cpu") is not None
+        d.template(loop[:-1], loop[-1]) is not None
 
 
 def check_ufunc(name: str, args: list[np.ndarray]) -> None:
@@ -416,10 +418,8 @@ def test_every_registry_entry_is_complete():
             assert d.identity is not None and d.combine and d.ufunc is not None, name
             assert d.accumulate, name
             for dt in (np.dtype(np.float32), np.dtype(np.float64)):
-                for backend in ("cpu", "cuda"):
-                    c = d.combine if isinstance(d.combine, str) else \
-                        d.combine((dt, dt), dt, backend)
-                    ast.parse(c.format("acc", "v"), mode="eval")
+                c = d.combine if isinstance(d.combine, str) else d.combine((dt, dt), dt)
+                ast.parse(c.format("acc", "v"), mode="eval")
             if d.ufunc.identity is not None:
                 assert reduce_identity(d, np.dtype(np.float64)) == d.ufunc.identity, name
     assert set(REDUCTIONS.values()) <= set(OPS)
@@ -443,24 +443,26 @@ def _loops(d) -> list[tuple]:
 
 
 def test_templates_are_python_calling_known_helpers():
-    """Every template, for every loop, on both backends: Python that parses, has one
-    placeholder per operand, and calls only scalar_lib helpers and the dtype aliases."""
+    """Every template, for every loop: Python that parses, has one placeholder per operand,
+    and calls only shared helpers and the dtype aliases; each backend's table defines every
+    shared helper, each one a function of its name."""
     for name in UFUNCS:
         d = OPS[name]
         if d.template is None:
             continue
         for ins, o in _loops(d):
-            for backend in ("cpu", "cuda"):
-                tpl = d.template(ins, o, backend)
-                if tpl is None:
-                    continue
-                fields = {f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None}
-                assert fields <= {str(i) for i in range(d.nin)}, (name, tpl)
-                ast.parse(tpl.format(*[f"x{i}" for i in range(d.nin)]), mode="eval")
-                for h in re.findall(r"\b(_\w+)\(", tpl):
-                    assert h in HELPERS or h in TYPE_NAMES.values(), (name, h)
-    for src in HELPERS.values():
-        ast.parse(src)
+            tpl = d.template(ins, o)
+            if tpl is None:
+                continue
+            fields = {f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None}
+            assert fields <= {str(i) for i in range(d.nin)}, (name, tpl)
+            ast.parse(tpl.format(*[f"x{i}" for i in range(d.nin)]), mode="eval")
+            for h in re.findall(r"\b(_\w+)\(", tpl):
+                assert h in HELPERS or h in TYPE_NAMES.values(), (name, h)
+    for table in (HELPERS, CPU_HELPERS, CUDA_HELPERS):
+        assert set(HELPERS) <= set(table)
+        for h, src in table.items():
+            assert ast.parse(src).body[0].name == h, h
 
 
 def test_algebraic_properties_hold_in_numpy():
@@ -511,7 +513,7 @@ def test_which_loops_have_kernels():
         d = OPS[name]
         for ins, o in _loops(d):
             half = np.dtype(np.float16) in ins + (o,)
-            kernel = d.template is not None and d.template(ins, o, "cpu") is not None
+            kernel = d.template is not None and d.template(ins, o) is not None
             assert not (half and kernel), f"{name}: a float16 kernel"
             if not kernel and not half:
                 fallbacks.add(f"{name}:{','.join(t.name for t in ins)}")
