@@ -183,7 +183,6 @@ def power_zero(n: Node) -> Node | None:
     return _full(1, n) if _is_const(n.inputs[1], 0) else None
 
 
-
 RULES: list[Rule] = [
     x_times_one, x_minus_zero, x_plus_neg_zero, int_plus_zero, int_times_zero, int_minus_self,
     times_minus_one, zero_minus_x, add_negated, sub_negated, neg_times_neg,

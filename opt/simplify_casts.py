@@ -104,7 +104,6 @@ def lossless_cast_pair(n: Node) -> Node | None:
     return None
 
 
-
 RULES: list[Rule] = [
     round_of_integer, round_of_round, int_float_class, where_same, where_const,
     where_bool_consts, where_not, cast_same, lossless_cast_pair,

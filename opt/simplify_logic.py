@@ -118,7 +118,6 @@ def shift_by_zero(n: Node) -> Node | None:
     return _same(n.inputs[0], n) if _is_const(n.inputs[1], 0) else None
 
 
-
 RULES: list[Rule] = [
     involution, idempotent, idempotent_identity, logical_absorb, logical_not_not,
     not_of_compare, compare_self, xor_self, bitwise_and_zero, bitwise_zero_identity,

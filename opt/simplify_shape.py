@@ -137,7 +137,6 @@ def reduce_of_broadcast_scalar(n: Node) -> Node | None:
     return None
 
 
-
 RULES: list[Rule] = [
     transpose_transpose, transpose_identity, reshape_reshape, reshape_self,
     broadcast_broadcast, broadcast_self, slice_slice, slice_full, movement_of_broadcast_scalar,
