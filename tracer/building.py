@@ -22,7 +22,9 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from . import functions as F
 from . import graph as G
-from .array import c_strides, ndarray, proxy, traced
+from .array import ndarray
+from .recording import proxy, traced
+from .view import c_strides
 from .functions import _lazy
 from .fallback import fallback_call
 from .gather import scatter

@@ -22,7 +22,9 @@ import numpy as np
 
 from . import functions as F
 from . import reductions as R
-from .array import ndarray, nocopy_reshape, proxy, traced
+from .array import ndarray
+from .recording import proxy, traced
+from .view import nocopy_reshape
 from .fallback import fallback_call
 from .indexing import setitem
 from .store import to_numpy

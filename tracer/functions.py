@@ -10,7 +10,9 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from tracer.cuda_kernels import snapshot
 
 from . import graph as G
-from .array import ndarray, asarray_node, laid_out, proxy, shape_str, traced
+from .array import ndarray, asarray_node
+from .recording import proxy, shape_str, traced
+from .view import laid_out
 from .fallback import FOREIGN_KINDS, fallback_call
 from .indexing import basic_view
 from .reductions import _finish

@@ -27,7 +27,8 @@ from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
 from . import functions as _F
 from . import reductions as _R
 from . import shaping as _S
-from .array import evaluate as _evaluate, ndarray as _ndarray, traced as _traced
+from .array import evaluate as _evaluate, ndarray as _ndarray
+from .recording import traced as _traced
 from .fallback import _to_host, count_fallback as _count_fallback
 from .fallback import fallback_getattr as _fallback_getattr
 from .functions import _lazy

@@ -9,7 +9,9 @@ from . import graph as G
 from . import reductions as R
 from . import building, einsum, linalg, sorting
 from .dispatch import LAZY
-from .array import laid_out, ndarray, proxy, stands_for_scalar, traced
+from .array import ndarray, stands_for_scalar
+from .recording import proxy, traced
+from .view import laid_out
 from .indexing import getitem, setitem
 from .fallback import (FOREIGN_KINDS, _wrap, count_fallback, fallback_call, fallback_method, foreign_operand,
                        numpy_operator)

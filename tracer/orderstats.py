@@ -34,7 +34,8 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from . import functions as F
 from . import reductions as R
-from .array import evaluate, ndarray, traced
+from .array import evaluate, ndarray
+from .recording import traced
 from .fallback import fallback_call
 from .functions import _lazy, moveaxis, ravel
 from .gather import ufunc_at_or_numpy

@@ -9,7 +9,8 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from .array import ndarray, proxy, traced
+from .array import ndarray
+from .recording import proxy, traced
 from .fallback import fallback_call
 from .functions import (_lazy, arange, concatenate, expand_dims, flip, full, matmul, moveaxis,
                         ravel, transpose, where)

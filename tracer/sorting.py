@@ -34,7 +34,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from . import graph as G
 from . import reductions as R
-from .array import asarray_node, evaluate, ndarray, traced
+from .array import asarray_node, evaluate, ndarray
+from .recording import traced
 from .fallback import _to_host, _wrap, fallback_call, fallback_method
 from .functions import _lazy, concatenate, full, ravel, zeros
 from .indexing import setitem

@@ -15,7 +15,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from . import functions as F
 from . import reductions as R
-from .array import ndarray, traced
+from .array import ndarray
+from .recording import traced
 from .functions import _lazy
 from .fallback import fallback_call
 from .ufuncs import apply_ufunc, call_ufunc
