@@ -7,6 +7,7 @@ from .rewrite import Rule
 from .simplify_base import (_EXACT, _INTS, _build, _cast, _const_node, _eq, _full, _is_const,
                             _like, _loop_in, _other, _same, on)
 
+
 @on("multiply")
 def x_times_one(n: Node) -> Node | None:
     # x*1 -> x, 1*x -> x

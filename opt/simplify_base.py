@@ -10,6 +10,7 @@ from tracer.ir import Node, make
 from tracer.ir.node import make_const
 from tracer.ir.registry import OPS, Kind, names
 
+
 def _scalar(n: Node) -> Node | None:
     """The 0-d node n stands for: n itself if 0-d, or the value a broadcast_to spreads."""
     if n.op == "broadcast_to" and not n.inputs[0].shape:
