@@ -191,5 +191,6 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
 def identity(n, dtype=None, *, like=None):
     return ndarray(Var(G.leaf(np.identity(n, dtype))))
 
+
 NAMES = ("array asarray asanyarray ascontiguousarray full zeros ones empty zeros_like "
          "ones_like empty_like full_like arange linspace eye identity").split()

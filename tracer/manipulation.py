@@ -170,6 +170,7 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
     return concatenate(arrs, 0 if arrs and arrs[0].ndim == 1 else 1, dtype=dtype,
                        casting=casting)
 
+
 NAMES = ("reshape transpose permute_dims swapaxes moveaxis expand_dims squeeze broadcast_to "
          "broadcast_arrays ravel atleast_1d atleast_2d flip flipud fliplr copy concatenate "
          "stack vstack hstack").split()

@@ -48,4 +48,5 @@ def shares_memory(a, b, max_work=None):
 def may_share_memory(a, b, max_work=None):
     return _overlap(a, b, np.may_share_memory, max_work)
 
+
 NAMES = ("size shape ndim isfortran shares_memory may_share_memory").split()

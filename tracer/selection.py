@@ -126,4 +126,5 @@ def _clip_side(x, bound, keep_x: bool, beyond, beyond_or_tie):
 def astype(x, dtype, /, *, copy=True, device=None):
     return lazy(x).astype(dtype, copy=copy)
 
+
 NAMES = ("where clip astype nonzero argwhere").split()
