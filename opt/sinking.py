@@ -11,8 +11,9 @@ from tracer.ir import Node, make
 from tracer.ir.registry import Kind, names
 from .fusion import has_kernel, is_remap
 from .rewrite import Rule, apply_rules
-from .simplify import (_bcast, _build, _reshape, _scalar, _transpose, by_op, on,
-                       reshape_reshape, reshape_self, transpose_identity, transpose_transpose)
+from .simplify import by_op
+from .simplify_base import _bcast, _build, _reshape, _scalar, _transpose, on
+from .simplify_shape import reshape_reshape, reshape_self, transpose_identity, transpose_transpose
 
 _ELEMENTWISE = names(lambda d: d.kind is Kind.ELEMENTWISE)
 

@@ -20,10 +20,13 @@ import numpy as np
 from numpy._core.shape_base import _block_info_recursion, _block_setup
 from numpy.lib.array_utils import normalize_axis_index
 
-from . import functions as F
 from . import graph as G
-from .array import c_strides, ndarray, proxy, traced
-from .functions import _lazy
+from .array import lazy, ndarray
+from .creation import asarray, zeros_like
+from .manipulation import broadcast_to, concatenate, stack
+from .selection import clip, where
+from .recording import proxy, traced
+from .view import c_strides
 from .fallback import fallback_call
 from .gather import scatter
 from .indexing import setitem
@@ -36,13 +39,13 @@ from .write import assign_full, known_values
 # ------------------------------------------------------------------ block
 
 def _atleast_nd(a, ndim: int) -> ndarray:
-    a = a if isinstance(a, ndarray) else F.asarray(np.array(a, ndmin=ndim))
+    a = a if isinstance(a, ndarray) else asarray(np.array(a, ndmin=ndim))
     return a.reshape((1,) * (ndim - a.ndim) + a.shape) if a.ndim < ndim else a
 
 
 def _block(arrays, max_depth: int, result_ndim: int, depth: int = 0) -> ndarray:
     if depth < max_depth:
-        return F.concatenate([_block(a, max_depth, result_ndim, depth + 1) for a in arrays],
+        return concatenate([_block(a, max_depth, result_ndim, depth + 1) for a in arrays],
                              axis=-(max_depth - depth))
     return _atleast_nd(arrays, result_ndim)
 
@@ -121,7 +124,7 @@ def _put(a: ndarray, ind, v, mode="raise") -> None:
         if mode == "wrap":
             idx = apply_ufunc(np.remainder, (idx, n))
         elif mode == "clip":
-            idx = F.clip(idx, 0, n - 1)
+            idx = clip(idx, 0, n - 1)
     elif mode == "raise":
         bad = np.flatnonzero((idx < -n) | (idx >= n))
         if bad.size:
@@ -203,8 +206,8 @@ def choose(a, choices, out=None, mode="raise"):
         raise
     if out is not None and tuple(np.shape(out)) != shape:
         raise TypeError("choose: invalid shape for output array.")
-    vals = [_lazy(c).astype(dtype, copy=False) if isinstance(c, (ndarray, np.ndarray, np.generic))
-            else F.asarray(np.asarray(np.choose(np.array(k), stand), dtype))
+    vals = [lazy(c).astype(dtype, copy=False) if isinstance(c, (ndarray, np.ndarray, np.generic))
+            else asarray(np.asarray(np.choose(np.array(k), stand), dtype))
             for k, c in enumerate(choices)]
     n = len(vals)
     idx = _intp(a)
@@ -215,21 +218,21 @@ def choose(a, choices, out=None, mode="raise"):
     elif mode == "wrap":
         idx = apply_ufunc(np.remainder, (idx, n))
     elif mode == "clip":
-        idx = F.clip(idx, 0, n - 1)
+        idx = clip(idx, 0, n - 1)
     if mode == "raise" and isinstance(idx, ndarray):
         # a gather from the stacked choices: an entry outside [0, n) raises when evaluated
-        idx = F.where(apply_ufunc(np.less, (idx, 0)), apply_ufunc(np.subtract, (idx, n)), idx)
+        idx = where(apply_ufunc(np.less, (idx, 0)), apply_ufunc(np.subtract, (idx, n)), idx)
         ones = (1,) * len(shape)
         key = (idx,) + tuple(np.arange(d).reshape(ones[:i] + (-1,) + ones[i + 1:])
                              for i, d in enumerate(shape))
-        res = F.stack([F.broadcast_to(v, shape) for v in vals])[key]
+        res = stack([broadcast_to(v, shape) for v in vals])[key]
     elif n == 1:
-        res = F.broadcast_to(vals[0], shape).copy()
+        res = broadcast_to(vals[0], shape).copy()
     else:
-        idx = _lazy(idx)
-        res = F.broadcast_to(vals[-1], shape)
+        idx = lazy(idx)
+        res = broadcast_to(vals[-1], shape)
         for k in range(n - 2, -1, -1):
-            res = F.where(apply_ufunc(np.equal, (idx, k)), vals[k], res)
+            res = where(apply_ufunc(np.equal, (idx, k)), vals[k], res)
     return res if out is None else _finish(res, out)
 
 
@@ -247,17 +250,17 @@ def _conditions(condlist) -> ndarray:
     if isinstance(condlist, ndarray):
         return condlist.astype(bool, copy=False)
     if isinstance(condlist, np.ndarray):
-        return F.asarray(condlist.astype(bool))
+        return asarray(condlist.astype(bool))
     conds = [c.astype(bool, copy=False) if isinstance(c, ndarray) else
-             F.asarray(np.asarray(c, dtype=bool)) for c in condlist]
+             asarray(np.asarray(c, dtype=bool)) for c in condlist]
     if len({c.shape for c in conds}) > 1:  # NumPy's inhomogeneous-shape error
         np.asarray([proxy(c.shape, bool) for c in conds], dtype=bool)
-    return F.stack(conds)
+    return stack(conds)
 
 
 @traced
 def piecewise(x, condlist, funclist, *args, **kw):
-    x = _lazy(x)
+    x = lazy(x)
     n2 = len(funclist)
     if np.isscalar(condlist) or (not _first_is_array(condlist) and x.ndim != 0):
         condlist = [condlist]
@@ -265,16 +268,16 @@ def piecewise(x, condlist, funclist, *args, **kw):
     n = len(conds)
     if n == n2 - 1:  # the "otherwise" condition
         condelse = ~conds.any(axis=0, keepdims=True)
-        conds = F.concatenate([conds, condelse], axis=0)
+        conds = concatenate([conds, condelse], axis=0)
         n += 1
     elif n != n2:
         raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
-    y = F.zeros_like(x)
+    y = zeros_like(x)
     for cond, func in zip(conds, funclist):
         if not callable(func) and np.ndim(func) == 0:
             proxy(y.shape)[proxy(cond.shape, bool)]  # NumPy's errors for a mask that misfits
             val = func.astype(y.dtype) if isinstance(func, ndarray) else np.array(func, y.dtype)
-            y = F.where(cond.reshape(cond.shape + (1,) * (y.ndim - cond.ndim)), val, y)
+            y = where(cond.reshape(cond.shape + (1,) * (y.ndim - cond.ndim)), val, y)
             continue
         # a 0-d mask indexes a 0-d array as one of shape (1,), as in NumPy
         xs, ys, cs = (t.reshape(1) for t in (x, y, cond)) if x.ndim == 0 else (x, y, cond)

@@ -63,7 +63,7 @@ class Site:
         return f"{self.file}:{self.line}"
 
 
-CURRENT: list[Site | None] = [None]   # the user call being recorded (set by array.traced)
+CURRENT: list[Site | None] = [None]   # the user call being recorded (set by recording.traced)
 SITES: "weakref.WeakKeyDictionary[Node, Site]" = weakref.WeakKeyDictionary()
 
 

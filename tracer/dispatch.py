@@ -9,7 +9,11 @@ import inspect as _inspect
 
 import numpy as _np
 
-from . import functions as _F
+from . import creation as _CR
+from . import manipulation as _MA
+from . import products as _PR
+from . import queries as _Q
+from . import selection as _SE
 from . import reductions as _R
 from . import shaping as _S
 from . import statfuncs as _ST
@@ -45,7 +49,7 @@ class _NdarrayType(type):
         """NumPy's uninitialized array is zeros here; one over a buffer is NumPy's own, as it
         shares the buffer's memory."""
         if buffer is None and strides is None and _np.dtype(dtype).kind not in _FOREIGN_KINDS:
-            return _F.zeros(shape, dtype, order or "C")
+            return _CR.zeros(shape, dtype, order or "C")
         if isinstance(buffer, _Lazy):
             buffer = _np.asarray(buffer)
         return _np.ndarray(shape, dtype, buffer, offset, strides, order)
@@ -111,12 +115,11 @@ for _name in dir(_np):
 
 LAZY = dict(UFUNCS)
 for _mod, _names in [
-    (_F, "array asarray asanyarray ascontiguousarray full zeros ones empty zeros_like "
-         "ones_like empty_like full_like arange linspace eye identity reshape transpose "
-         "permute_dims swapaxes moveaxis expand_dims squeeze broadcast_to broadcast_arrays "
-         "ravel atleast_1d atleast_2d flip flipud fliplr copy concatenate stack vstack hstack "
-         "where clip astype matmul dot vdot size shape ndim nonzero argwhere shares_memory "
-         "may_share_memory isfortran"),
+    (_CR, " ".join(_CR.NAMES)),
+    (_MA, " ".join(_MA.NAMES)),
+    (_SE, " ".join(_SE.NAMES)),
+    (_PR, " ".join(_PR.NAMES)),
+    (_Q, " ".join(_Q.NAMES)),
     (_R, "sum prod max min any all mean var std argmax argmin"),
     (_S, " ".join(_S.NAMES)),
     (_ST, " ".join(_ST.NAMES)),
@@ -127,7 +130,7 @@ for _mod, _names in [
 ]:
     for _n in _names.split():
         LAZY[_n] = getattr(_mod, _n)
-LAZY.update(amax=_R.max, amin=_R.min, concat=_F.concatenate)
+LAZY.update(amax=_R.max, amin=_R.min, concat=_MA.concatenate)
 
 
 # parameters where a string, None or any other object is data to hold, not an option

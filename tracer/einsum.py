@@ -20,9 +20,12 @@ import math
 
 import numpy as np
 
-from . import functions as F
 from . import reductions as R
-from .array import ndarray, nocopy_reshape, proxy, traced
+from .array import lazy, ndarray
+from .manipulation import broadcast_to
+from .products import matmul
+from .recording import proxy, traced
+from .view import nocopy_reshape
 from .fallback import fallback_call
 from .indexing import setitem
 from .store import to_numpy
@@ -158,7 +161,7 @@ def _contract(a, la, b, lb, keep: set, size: dict, dt) -> tuple[ndarray, list]:
     m, k, n = (math.prod(size[ll] for ll in g) for g in (fa, con, fb))
     A = a.transpose([la.index(ll) for ll in batch + fa + con]).reshape(bshape + (m, k))
     B = b.transpose([lb.index(ll) for ll in batch + con + fb]).reshape(bshape + (k, n))
-    res = F.matmul(A, B).reshape(bshape + tuple(size[ll] for ll in fa + fb))
+    res = matmul(A, B).reshape(bshape + tuple(size[ll] for ll in fa + fb))
     return res, batch + fa + fb
 
 
@@ -218,15 +221,15 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     if any(o.dtype.kind not in "biufc" for o in ops):
         return fallback_call("einsum", np.einsum, operands, dict(kwargs, optimize=optimize))
     if len(ops) == 1 and set(labels[0]) <= set(output):  # NumPy returns a view
-        x, ls = _diagonal(F._lazy(ops[0]), labels[0])
+        x, ls = _diagonal(lazy(ops[0]), labels[0])
         return x.transpose([ls.index(ll) for ll in output])
     if dt.kind not in "biufc" or dt == np.float16:
         return fallback_call("einsum", np.einsum, operands, dict(kwargs, optimize=optimize))
     work = []
     for o, ls in zip(ops, labels):
-        x, ls = _diagonal(F._lazy(o).astype(dt, copy=False), ls)
+        x, ls = _diagonal(lazy(o).astype(dt, copy=False), ls)
         shape = tuple(size[ll] for ll in ls)
-        work.append((F.broadcast_to(x, shape) if x.shape != shape else x, ls))
+        work.append((broadcast_to(x, shape) if x.shape != shape else x, ls))
     if len(work) == 1:
         x, ls = _sum_out(*work[0], set(output), dt)
     while len(work) > 1:

@@ -22,7 +22,8 @@ import numpy as np
 
 from tracer.ir.registry import OPS
 from . import graph as G
-from .array import asarray_node, ndarray, proxy, shape_str, traced
+from .array import asarray_node, ndarray
+from .recording import proxy, shape_str, traced
 from .fallback import fallback_call
 from .store import to_numpy
 from .write import assign_full, known_values, value_node

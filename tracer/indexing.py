@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import graph as G
-from .array import ndarray, nocopy_reshape, proxy, stands_for_scalar, traced
+from .array import ndarray, stands_for_scalar
+from .recording import proxy, traced
+from .view import nocopy_reshape
 from .fallback import count_fallback, fallback_call
 from .gather import gather, scatter
 from .store import apply_view_numpy, to_numpy

@@ -24,13 +24,15 @@ import numpy as _np
 from numpy.lib.array_utils import normalize_axis_index as _normalize_axis_index
 from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
 
-from . import functions as _F
+from . import creation as _C
+from . import manipulation as _M
+from . import products as _P
 from . import reductions as _R
 from . import shaping as _S
-from .array import evaluate as _evaluate, ndarray as _ndarray, traced as _traced
+from .array import evaluate as _evaluate, lazy as _lazy, ndarray as _ndarray
+from .recording import traced as _traced
 from .fallback import _to_host, count_fallback as _count_fallback
 from .fallback import fallback_getattr as _fallback_getattr
-from .functions import _lazy
 from .ufuncs import apply_ufunc as _apply_ufunc
 
 LinAlgError = _np.linalg.LinAlgError
@@ -46,7 +48,7 @@ def _lazy_result(x):
     """NumPy's result with every array and NumPy scalar as a lazy array (namedtuples, tuples
     and lists keep their type; Python numbers stay)."""
     if isinstance(x, (_np.ndarray, _np.generic)):
-        return _F.asarray(_np.asarray(x))
+        return _C.asarray(_np.asarray(x))
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):
         return type(x)(*map(_lazy_result, x))
     if isinstance(x, (tuple, list)):
@@ -113,7 +115,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
             if cplx:
                 return _numpy_norm(x, ord, axis, keepdims)
             flat = x.ravel(order="K")
-            ret = _u(_np.sqrt, _F.dot(flat, flat))
+            ret = _u(_np.sqrt, _P.dot(flat, flat))
             return ret.reshape(nd * [1]) if keepdims else ret
     nd = x.ndim
     if axis is None:
@@ -234,23 +236,23 @@ def matrix_power(a, n):
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     if n == 0:
-        return _F.broadcast_to(_F.eye(a.shape[-2], dtype=a.dtype), a.shape).copy()
+        return _M.broadcast_to(_C.eye(a.shape[-2], dtype=a.dtype), a.shape).copy()
     elif n < 0:
         a = inv(a)
         n = abs(n)
     if n == 1:
         return a
     elif n == 2:
-        return _F.matmul(a, a)
+        return _P.matmul(a, a)
     elif n == 3:
-        return _F.matmul(_F.matmul(a, a), a)
+        return _P.matmul(_P.matmul(a, a), a)
     # NumPy's binary decomposition: powers a^(2^k), multiplied in where n has a bit
     z = result = None
     while n > 0:
-        z = a if z is None else _F.matmul(z, z)
+        z = a if z is None else _P.matmul(z, z)
         n, bit = divmod(n, 2)
         if bit:
-            result = z if result is None else _F.matmul(result, z)
+            result = z if result is None else _P.matmul(result, z)
     return result
 
 
@@ -273,7 +275,7 @@ def _chain_order(dims: list[int]) -> dict:
 def _chain(arrays, s, i, j):
     if i == j:
         return arrays[i]
-    return _F.dot(_chain(arrays, s, i, s[i, j]), _chain(arrays, s, s[i, j] + 1, j))
+    return _P.dot(_chain(arrays, s, i, s[i, j]), _chain(arrays, s, s[i, j] + 1, j))
 
 
 @_traced
@@ -286,7 +288,7 @@ def multi_dot(arrays, *, out=None):
     if n < 2:
         raise ValueError("Expecting at least two arrays.")
     elif n == 2:
-        return _F.dot(arrays[0], arrays[1], out=out)
+        return _P.dot(arrays[0], arrays[1], out=out)
     arrays = [_lazy(a) for a in arrays]
     ndim_first, ndim_last = arrays[0].ndim, arrays[-1].ndim
     if ndim_first == 1:
@@ -301,7 +303,7 @@ def multi_dot(arrays, *, out=None):
         (a0, a1b0), (b1c0, c1) = arrays[0].shape, arrays[2].shape
         A, B, C = arrays
         first = a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0)
-        result = _F.dot(_F.dot(A, B), C) if first else _F.dot(A, _F.dot(B, C))
+        result = _P.dot(_P.dot(A, B), C) if first else _P.dot(A, _P.dot(B, C))
     else:
         dims = [a.shape[0] for a in arrays] + [arrays[-1].shape[1]]
         result = _chain(arrays, _chain_order(dims), 0, n - 1)
@@ -317,7 +319,7 @@ def multi_dot(arrays, *, out=None):
 # ------------------------------------------------------------------ array API
 
 def matmul(x1, x2, /):
-    return _F.matmul(x1, x2)
+    return _P.matmul(x1, x2)
 
 
 def tensordot(x1, x2, /, *, axes=2):
@@ -346,7 +348,7 @@ def matrix_transpose(x, /):
     x = _lazy(x)
     if x.ndim < 2:
         raise ValueError(f"Input array must be at least 2-dimensional, but it is {x.ndim}")
-    return _F.swapaxes(x, -1, -2)
+    return _M.swapaxes(x, -1, -2)
 
 
 __getattr__ = _fallback_getattr(_np.linalg, "linalg.")

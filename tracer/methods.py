@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import functions as F
 from . import graph as G
 from . import reductions as R
 from . import building, einsum, linalg, sorting
 from .dispatch import LAZY
-from .array import laid_out, ndarray, proxy, stands_for_scalar, traced
+from .array import lazy, ndarray, stands_for_scalar
+from .creation import zeros_like
+from .manipulation import squeeze, swapaxes
+from .products import dot, matmul
+from .selection import clip, nonzero
+from .recording import proxy, traced
+from .view import laid_out
 from .indexing import getitem, setitem
 from .fallback import (FOREIGN_KINDS, _wrap, count_fallback, fallback_call, fallback_method, foreign_operand,
                        numpy_operator)
@@ -42,20 +47,20 @@ def _divmod(self, other):
 
 
 def _matmul(self, other):
-    return F.matmul(self, other)
+    return matmul(self, other)
 
 
 def _rmatmul(self, other):
-    return F.matmul(other, self)
+    return matmul(other, self)
 
 
 @traced
 def _imatmul(self, other):
-    other = F._lazy(other)
+    other = lazy(other)
     if self.ndim < 1 or other.ndim < 2:
         raise ValueError("inplace matrix multiplication requires the first operand to have at "
                          "least one and the second at least two dimensions.")
-    res = F.matmul(self, other)
+    res = matmul(self, other)
     if res.shape != self.shape:
         from numpy.lib.stride_tricks import as_strided
         out = as_strided(np.zeros(1), self.shape, (0,) * self.ndim, writeable=True)
@@ -103,7 +108,7 @@ def _flatten(self, order="C"):
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and ufunc is np.matmul:
-        return F.matmul(*inputs, **kwargs)
+        return matmul(*inputs, **kwargs)
     if method == "__call__" and not any(map(foreign_operand, inputs[:ufunc.nin])):
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and ufunc in R._REDUCE_OP:
@@ -161,22 +166,22 @@ def install() -> None:
     ndarray.fill = _fill
     ndarray.flatten = _flatten
     ndarray.ravel = lambda self, order="C": self._ravel_order(order)
-    ndarray.squeeze = lambda self, axis=None: F.squeeze(self, axis)
-    ndarray.swapaxes = lambda self, a, b: F.swapaxes(self, a, b)
-    ndarray.clip = lambda self, min=None, max=None, out=None, **kw: F.clip(self, min, max, out)
-    ndarray.dot = lambda self, b, out=None: F.dot(self, b, out)
+    ndarray.squeeze = lambda self, axis=None: squeeze(self, axis)
+    ndarray.swapaxes = lambda self, a, b: swapaxes(self, a, b)
+    ndarray.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out)
+    ndarray.dot = lambda self, b, out=None: dot(self, b, out)
     for n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"):
         setattr(ndarray, n, getattr(R, n))
     ndarray.__getattr__ = _getattr
     ndarray.real = property(lambda self: self if self.dtype.kind != "c" else
                             _getattr(self, "real"))
-    ndarray.imag = property(lambda self: F.zeros_like(self) if self.dtype.kind != "c"
+    ndarray.imag = property(lambda self: zeros_like(self) if self.dtype.kind != "c"
                             else _getattr(self, "imag"))
     ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
     ndarray.round = lambda self, decimals=0, out=None: fallback_method(self, "round")(decimals)
     ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
         else fallback_method(self, "round")(ndigits or 0)
-    ndarray.nonzero = lambda self: F.nonzero(self)
+    ndarray.nonzero = lambda self: nonzero(self)
     for mod in (sorting, building, einsum):
         for n, fn in mod.METHODS.items():
             setattr(ndarray, n, fn)

@@ -32,11 +32,13 @@ from numpy.lib import _function_base_impl as _fb
 from numpy.lib import _histograms_impl as _hist
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from . import functions as F
 from . import reductions as R
-from .array import evaluate, ndarray, traced
+from .array import evaluate, lazy, ndarray
+from .creation import arange, asarray, zeros
+from .manipulation import concatenate, moveaxis, ravel
+from .selection import where
+from .recording import traced
 from .fallback import fallback_call
-from .functions import _lazy, moveaxis, ravel
 from .gather import ufunc_at_or_numpy
 from .store import to_numpy
 from .sorting import _eager, _numpy_out, argsort, cumsum, partition, searchsorted, sort
@@ -54,7 +56,7 @@ def _cast(x: ndarray, dt) -> ndarray:
 
 def _nan_as(last: ndarray, res: ndarray) -> ndarray:
     """NumPy's `np.copyto(res, last, where=isnan(last))`."""
-    return F.where(_u(np.isnan, last), _cast(last, res.dtype), res)
+    return where(_u(np.isnan, last), _cast(last, res.dtype), res)
 
 
 # ------------------------------------------------------------------ NumPy's _ureduce
@@ -89,7 +91,7 @@ def _lerp(a: ndarray, b: ndarray, t, t1, half) -> ndarray:
     diff_b_a = _u(np.subtract, b, a)
     lerp = _u(np.add, a, _u(np.multiply, diff_b_a, t))
     hi = _u(np.subtract, b, _u(np.multiply, diff_b_a, t1), dtype=lerp.dtype)
-    return F.where(half, hi, lerp)
+    return where(half, hi, lerp)
 
 
 def _q(q, percent: bool, name: str):
@@ -157,7 +159,7 @@ def _quantile_api(name, a, q, axis, out, overwrite_input, method, keepdims, weig
         if out is None:
             return fallback_call(name, getattr(np, name), (a, q), kw)
         return _numpy_out(name, getattr(np, name), (a, q), kw, out)
-    a = _lazy(a)
+    a = lazy(a)
     if a.dtype.kind == "c":
         raise TypeError("a must be an array of real numbers")
     q, weak = _q(q, name.endswith("percentile"), "Percentiles" if name.endswith("percentile")
@@ -217,17 +219,17 @@ def _nanquantile(a: ndarray, q: np.ndarray, axis, weak: bool) -> ndarray:
         prev = _u(np.floor, vi)
         nxt = _u(np.add, prev, 1)
         above, below = _u(np.greater_equal, vi, _cast(cm1, q.dtype)), _u(np.less, vi, 0)
-        prev = _cast(F.where(below, 0, F.where(above, -1, prev)), np.intp)
-        nxt = _cast(F.where(below, 0, F.where(above, -1, nxt)), np.intp)
+        prev = _cast(where(below, 0, where(above, -1, prev)), np.intp)
+        nxt = _cast(where(below, 0, where(above, -1, nxt)), np.intp)
         gamma = _cast(_u(np.subtract, vi, prev), vi.dtype)
         if weak:  # float(gamma), a float64 Python float, weak against the values' dtype
             t, t1 = _cast(gamma, a.dtype), _cast(_u(np.subtract, 1.0, gamma), a.dtype)
             half = _u(np.greater_equal, gamma, 0.5)
         else:
             t, t1, half = gamma, _u(np.subtract, 1, gamma), _u(np.greater_equal, gamma, 0.5)
-        at = [F.where(_u(np.less, i, 0), _u(np.add, i, c), i) for i in (prev, nxt)]  # -1: last
+        at = [where(_u(np.less, i, 0), _u(np.add, i, c), i) for i in (prev, nxt)]  # -1: last
         res = _lerp(_pick(s, at[0]), _pick(s, at[1]), t, t1, half)
-    res = F.where(_u(np.equal, c, 0), np.array(np.nan, a.dtype), res)
+    res = where(_u(np.equal, c, 0), np.array(np.nan, a.dtype), res)
     if res.dtype != a.dtype and bool(_u(np.equal, c.reshape(-1)[0], 0)):
         res = _cast(res, a.dtype)  # NumPy's result takes the dtype of the first slice's
     return res if one_d else _apply_layout(res, q.ndim, axis, a.ndim)
@@ -243,13 +245,13 @@ def _nanmedian(a: ndarray, axis) -> ndarray:
     hi = _pick(s, _u(np.floor_divide, c, 2))
     odd = _u(np.equal, _u(np.remainder, c, 2), 1)
     if not one_d and a.shape[axis] < 600:
-        med = _u(np.true_divide, _u(np.add, lo, F.where(odd, lo, hi)), 2.0)
-        return F.where(_u(np.equal, c, 0), np.array(np.nan, a.dtype), med)
+        med = _u(np.true_divide, _u(np.add, lo, where(odd, lo, hi)), 2.0)
+        return where(_u(np.equal, c, 0), np.array(np.nan, a.dtype), med)
     acc = np.float32 if a.dtype == np.float16 else a.dtype  # np.mean's accumulator
     pair = _u(np.true_divide, _u(np.add, _cast(lo, acc), _cast(hi, acc)), 2)
-    med = F.where(odd, lo, _cast(pair, a.dtype))
+    med = where(odd, lo, _cast(pair, a.dtype))
     last = (ravel(a) if one_d else moveaxis(a, axis, 0))[-1]  # NumPy's arr1d[-1]
-    return F.where(_u(np.equal, c, 0), last, med)
+    return where(_u(np.equal, c, 0), last, med)
 
 
 # ------------------------------------------------------------------ public functions
@@ -287,7 +289,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
         return _numpy_out("median", np.median, (a, axis), dict(
             overwrite_input=overwrite_input, keepdims=keepdims), out)
-    a = _lazy(a)
+    a = lazy(a)
     arr, ax, axes = _ureduce(a, axis)
     return _keepdims(_median(arr, ax), axes, a.ndim, keepdims)
 
@@ -297,7 +299,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     if out is not None:
         return _numpy_out("nanmedian", np.nanmedian, (a, axis), dict(
             overwrite_input=overwrite_input, keepdims=keepdims), out)
-    a = _lazy(a)
+    a = lazy(a)
     if a.size == 0:
         return nanmean(a, axis, keepdims=_kd(keepdims))
     arr, ax, axes = _ureduce(a, axis)
@@ -308,7 +310,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
 
 @traced
 def digitize(x, bins, right=False):
-    x = _lazy(x)
+    x = lazy(x)
     bins = to_numpy(bins) if isinstance(bins, ndarray) else np.asarray(bins)
     if x.dtype.kind == "c":
         raise TypeError("x may not be complex")
@@ -325,7 +327,7 @@ bincount = _eager(np.bincount)
 
 
 def _nanarg(fill, plain, a, axis, out, keepdims):
-    a, mask = _replace_nan(_lazy(a), fill)
+    a, mask = _replace_nan(lazy(a), fill)
     if mask is not None and mask.size and bool(R.any(R.all(mask, axis))):
         raise ValueError("All-NaN slice encountered")
     return plain(a, axis, out, keepdims=_kd(keepdims))
@@ -351,25 +353,25 @@ def _uniform_bins(a: ndarray, w, edges: np.ndarray, uniform, ntype) -> ndarray:
     first, last, nb = uniform
     norm_denom = _hist._unsigned_subtract(last, first)
     keep = _u(np.logical_and, _u(np.greater_equal, a, first), _u(np.less_equal, a, last))
-    x = F.where(keep, _cast(a, edges.dtype), edges[0])  # dropped values: any in-range value
+    x = where(keep, _cast(a, edges.dtype), edges[0])  # dropped values: any in-range value
     dt = np.result_type(np.empty(0, x.dtype), first)
     f = _u(np.multiply, _u(np.true_divide, _u(np.subtract, x, first, dtype=dt), norm_denom), nb)
     idx = _cast(f, np.intp)
-    idx = F.where(_u(np.equal, idx, nb), _u(np.subtract, idx, 1), idx)
-    e = F.asarray(edges)
-    idx = F.where(_u(np.less, x, e[idx]), _u(np.subtract, idx, 1), idx)
+    idx = where(_u(np.equal, idx, nb), _u(np.subtract, idx, 1), idx)
+    e = asarray(edges)
+    idx = where(_u(np.less, x, e[idx]), _u(np.subtract, idx, 1), idx)
     inc = _u(np.logical_and, _u(np.greater_equal, x, e[_u(np.add, idx, 1)]),
              _u(np.not_equal, idx, nb - 1))
-    idx = F.where(keep, F.where(inc, _u(np.add, idx, 1), idx), nb)
+    idx = where(keep, where(inc, _u(np.add, idx, 1), idx), nb)
     if w is None:
-        counts = F.zeros(nb + 1, np.intp)
+        counts = zeros(nb + 1, np.intp)
         ufunc_at_or_numpy(np.add, counts, idx, 1)
         return counts[:nb]
     # bincount's float64 sums per block, in index order (a two-index add.at runs NumPy's
     # sequential loop), cast to ntype and added block after block in ntype
     nblk = -(-a.size // _BLOCK)
-    blk = F.arange(nblk).reshape(-1, 1)._broadcast_view((nblk, _BLOCK)).reshape(-1)[:a.size]
-    sums = F.zeros((nblk, nb + 1), np.float64)
+    blk = arange(nblk).reshape(-1, 1)._broadcast_view((nblk, _BLOCK)).reshape(-1)[:a.size]
+    sums = zeros((nblk, nb + 1), np.float64)
     ufunc_at_or_numpy(np.add, sums, (blk, idx), _cast(w, np.float64))
     return cumsum(_cast(sums[:, :nb], ntype), axis=0, dtype=ntype)[-1]
 
@@ -377,23 +379,23 @@ def _uniform_bins(a: ndarray, w, edges: np.ndarray, uniform, ntype) -> ndarray:
 def _sorted_bins(a: ndarray, w, edges: np.ndarray, ntype) -> ndarray:
     """NumPy's cumulative histogram over a sorted block for bins given as edges."""
     def inclusive(sa):  # NumPy's _search_sorted_inclusive
-        return F.concatenate((searchsorted(sa, edges[:-1], "left"),
+        return concatenate((searchsorted(sa, edges[:-1], "left"),
                               searchsorted(sa, edges[-1:], "right")))
     if w is None:  # counts add up exactly: one sort of everything
         return diff(_cast(inclusive(sort(a)), ntype))
-    cum_n = F.zeros(edges.shape, ntype)
+    cum_n = zeros(edges.shape, ntype)
     for i in range(0, a.size, _BLOCK):
         tmp_a, tmp_w = a[i:i + _BLOCK], w[i:i + _BLOCK]
         order = argsort(tmp_a)
-        cw = F.concatenate((np.zeros(1, ntype), cumsum(tmp_w[order])))
+        cw = concatenate((np.zeros(1, ntype), cumsum(tmp_w[order])))
         _u(np.add, cum_n, cw[inclusive(tmp_a[order])], out=cum_n)
     return diff(cum_n)
 
 
 @traced
 def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 (NumPy's name)
-    a = _lazy(a)
-    w = None if weights is None else _lazy(weights)
+    a = lazy(a)
+    w = None if weights is None else lazy(weights)
     if isinstance(bins, str) or a.dtype.kind == "c" or w is not None and w.dtype.kind == "c":
         return fallback_call("histogram", np.histogram, (a, bins, range, density, weights), {})
     if a.dtype == np.bool_:
@@ -419,8 +421,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
         n = _sorted_bins(a, w, edges, ntype)
     if density:
         db = np.array(np.diff(edges), float)
-        return _u(np.true_divide, _u(np.true_divide, n, db), R.sum(n)), F.asarray(edges)
-    return n, F.asarray(edges)
+        return _u(np.true_divide, _u(np.true_divide, n, db), R.sum(n)), asarray(edges)
+    return n, asarray(edges)
 
 
 NAMES: tuple[str, ...] = (

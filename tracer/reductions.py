@@ -11,7 +11,8 @@ from numpy.lib.array_utils import normalize_axis_tuple, normalize_axis_index
 
 from tracer.ir.registry import ACC_LOGICAL, OPS, Kind, keeps_values
 from . import graph as G
-from .array import ndarray, asarray_node, traced
+from .array import lazy, ndarray
+from .recording import traced
 from .fallback import fallback_call
 from .ufuncs import apply_ufunc
 from .write import assign_full
@@ -19,10 +20,6 @@ from .write import assign_full
 # each ufunc's reduction in the registry (by its `ufunc` property): their `ufunc.reduce` is lazy
 _REDUCE_OP = {d.ufunc: name for name, d in OPS.items()
               if d.kind is Kind.REDUCE and d.ufunc is not None}
-
-
-def _lazy(a) -> ndarray:
-    return a if isinstance(a, ndarray) else ndarray._from_node(asarray_node(a))
 
 
 def _axes(axis, ndim) -> tuple[int, ...]:
@@ -76,7 +73,7 @@ def _finish(res: ndarray, out):
 def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
            where=True):
     op = _REDUCE_OP.get(ufunc)
-    a = _lazy(a)
+    a = lazy(a)
     if op is None or where is not True:
         kw = dict(axis=axis, dtype=dtype, keepdims=keepdims)
         if initial is not np._NoValue:
@@ -152,7 +149,7 @@ def _count(shape, axes) -> int:
 
 @traced
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    a = _lazy(a)
+    a = lazy(a)
     axes = _axes(axis, a.ndim)
     rcount = _count(a.shape, axes)
     if rcount == 0:
@@ -177,7 +174,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         correction=np._NoValue):
     if correction is not np._NoValue:
         ddof = correction
-    a = _lazy(a)
+    a = lazy(a)
     axes = _axes(axis, a.ndim)
     rcount = _count(a.shape, axes)
     if ddof >= rcount:
@@ -185,7 +182,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     if dtype is None and a.dtype.kind in "iub":
         dtype = np.dtype("f8")
     if mean is not None:  # NumPy's shortcut: the caller's mean, shaped as with keepdims
-        arrmean = _lazy(mean)
+        arrmean = lazy(mean)
     else:
         arrmean = sum(a, axis, dtype, None, True, where=where)
         with np.errstate(all="ignore"):
@@ -212,7 +209,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 @traced
 def _arg(kind: str, a, axis=None, out=None, *, keepdims=False):
-    a = _lazy(a)
+    a = lazy(a)
     if a.ndim == 0:  # NumPy's argmax of a 0-d array is that of its one-element ravel
         res = _arg(kind, a.reshape(1), axis)
         return _finish(res, out)

@@ -9,10 +9,13 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from .array import ndarray, proxy, traced
+from .array import lazy, ndarray
+from .creation import arange, full
+from .manipulation import concatenate, expand_dims, flip, moveaxis, ravel, transpose
+from .products import matmul
+from .selection import where
+from .recording import proxy, traced
 from .fallback import fallback_call
-from .functions import (_lazy, arange, concatenate, expand_dims, flip, full, matmul, moveaxis,
-                        ravel, transpose, where)
 
 
 def _take_axis(a: ndarray, key, axis: int) -> ndarray:
@@ -24,7 +27,7 @@ def _take_axis(a: ndarray, key, axis: int) -> ndarray:
 
 def atleast_3d(*arys):
     res = []
-    for a in map(_lazy, arys):
+    for a in map(lazy, arys):
         if a.ndim < 3:
             a = a.reshape({0: (1, 1, 1), 1: (1, a.size, 1), 2: a.shape + (1,)}[a.ndim])
         res.append(a)
@@ -39,7 +42,7 @@ def dstack(tup, *, dtype=None, casting="same_kind"):
 
 def column_stack(tup):
     arrs = []
-    for a in map(_lazy, tup):
+    for a in map(lazy, tup):
         arrs.append(a.reshape(1, -1).T if a.ndim < 2 else a)
     return concatenate(arrs, 1)
 
@@ -48,7 +51,7 @@ def column_stack(tup):
 def tile(A, reps):
     tup = tuple(reps) if np.iterable(reps) else (reps,)
     tup = tuple(operator.index(t) for t in tup)
-    A = _lazy(A)
+    A = lazy(A)
     c = A.reshape((1,) * (len(tup) - A.ndim) + A.shape) if len(tup) > A.ndim else A
     tup = (1,) * (c.ndim - len(tup)) + tup
     if any(t < 0 for t in tup):
@@ -62,7 +65,7 @@ def tile(A, reps):
 
 @traced
 def repeat(a, repeats, axis=None):
-    a = _lazy(a)
+    a = lazy(a)
     if isinstance(repeats, ndarray):  # the result's length depends on the data
         return fallback_call("repeat", np.repeat, (a, repeats), {"axis": axis})
     if axis is None:
@@ -83,7 +86,7 @@ def repeat(a, repeats, axis=None):
 
 @traced
 def roll(a, shift, axis=None):
-    a = _lazy(a)
+    a = lazy(a)
     if axis is None:
         return roll(ravel(a), shift, 0).reshape(a.shape)
     axes = normalize_axis_tuple(axis, a.ndim, allow_duplicate=True)
@@ -103,7 +106,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
     nd = len(xi)
-    out = [_lazy(x).reshape((1,) * i + (-1,) + (1,) * (nd - i - 1)) for i, x in enumerate(xi)]
+    out = [lazy(x).reshape((1,) * i + (-1,) + (1,) * (nd - i - 1)) for i, x in enumerate(xi)]
     if indexing == "xy" and nd > 1:
         out[0] = out[0].reshape((1, -1) + (1,) * (nd - 2))
         out[1] = out[1].reshape((-1, 1) + (1,) * (nd - 2))
@@ -121,7 +124,7 @@ def indices(dimensions, dtype=int, sparse=False):
     if sparse:
         return tuple(parts)
     if not parts:
-        return _lazy(np.empty((0,), dtype))
+        return lazy(np.empty((0,), dtype))
     return concatenate([p._broadcast_view(dims).reshape((1,) + dims) for p in parts], 0)
 
 
@@ -134,7 +137,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     constant blocks or slices of the array. Other modes, their options (stat_length,
     reflect_type="odd", ...) and widths past what one reflection or wrap covers run NumPy."""
     from numpy.lib._arraypad_impl import _as_pairs  # NumPy's own pad_width rules and errors
-    a = _lazy(array)
+    a = lazy(array)
     widths = _as_pairs(pad_width, a.ndim, as_index=True)
     simple = mode in _PAD_MODES and set(kwargs) <= ({"constant_values"} if mode == "constant"
                                                     else set())
@@ -171,7 +174,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 @traced
 def take_along_axis(arr, indices, axis=-1):
-    a = _lazy(arr)
+    a = lazy(arr)
     idx = indices if isinstance(indices, ndarray) else np.asarray(indices)
     if axis is None:
         if idx.ndim != 1:
@@ -196,7 +199,7 @@ def along_axis_key(shape: tuple, idx, axis: int) -> tuple:
 
 @traced
 def array_split(ary, indices_or_sections, axis=0):
-    a = _lazy(ary)
+    a = lazy(ary)
     axis = normalize_axis_index(axis, a.ndim)
     n = a.shape[axis]
     try:
@@ -213,7 +216,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 @traced
 def split(ary, indices_or_sections, axis=0):
-    a = _lazy(ary)
+    a = lazy(ary)
     if not np.iterable(indices_or_sections):
         n = a.shape[normalize_axis_index(axis, a.ndim)]
         if n % operator.index(indices_or_sections):
@@ -239,20 +242,20 @@ def _tri_mask(m: ndarray, k: int, lower: bool) -> ndarray:
 
 @traced
 def tril(m, k=0):
-    m = _lazy(m)
+    m = lazy(m)
     return where(_tri_mask(m, operator.index(k), True), m, np.zeros(1, m.dtype))
 
 
 @traced
 def triu(m, k=0):
-    m = _lazy(m)
+    m = lazy(m)
     return where(_tri_mask(m, operator.index(k), False), m, np.zeros(1, m.dtype))
 
 
 @traced
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """A copy, where NumPy returns a read-only view: writing into it does not raise."""
-    a = _lazy(a)
+    a = lazy(a)
     np.diagonal(proxy(a.shape), offset, axis1, axis2)  # NumPy's errors
     ax1, ax2 = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
     m = moveaxis(a, (ax1, ax2), (-2, -1))
@@ -265,7 +268,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 @traced
 def diag(v, k=0):
-    v = _lazy(v)
+    v = lazy(v)
     if v.ndim == 2:
         return diagonal(v, k)
     if v.ndim != 1:
@@ -297,7 +300,7 @@ def outer(a, b, out=None):
 
 @traced
 def tensordot(a, b, axes=2):
-    a, b = _lazy(a), _lazy(b)
+    a, b = lazy(a), lazy(b)
     try:
         axes_a, axes_b = axes
         axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
@@ -319,7 +322,7 @@ def tensordot(a, b, axes=2):
 
 @traced
 def inner(a, b):
-    a, b = _lazy(a), _lazy(b)
+    a, b = lazy(a), lazy(b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     if a.shape[-1] != b.shape[-1]:
@@ -330,7 +333,7 @@ def inner(a, b):
 
 @traced
 def kron(a, b):
-    a, b = _lazy(a), _lazy(b)
+    a, b = lazy(a), lazy(b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     nd = max(a.ndim, b.ndim)
@@ -345,7 +348,7 @@ def kron(a, b):
 def take(a, indices, axis=None, out=None, mode="raise"):
     if out is not None or mode != "raise":
         return fallback_call("take", np.take, (a, indices, axis, out, mode), {})
-    a = _lazy(a)
+    a = lazy(a)
     if axis is None:
         return ravel(a)[indices]
     return _take_axis(a, indices, normalize_axis_index(axis, a.ndim))

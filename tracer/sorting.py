@@ -34,9 +34,11 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from . import graph as G
 from . import reductions as R
-from .array import asarray_node, evaluate, ndarray, traced
+from .array import asarray_node, evaluate, lazy, ndarray
+from .creation import full, zeros
+from .manipulation import concatenate, ravel
+from .recording import traced
 from .fallback import _to_host, _wrap, fallback_call, fallback_method
-from .functions import _lazy, concatenate, full, ravel, zeros
 from .indexing import setitem
 from .store import to_numpy
 from .statfuncs import _replace_nan
@@ -91,7 +93,7 @@ def _sort_op(name: str, npfn, a, axis, kind, order, stable):
     """sort or argsort: NumPy's checks on a stand-in, then the library op (order= runs NumPy)."""
     if order is not None:
         return fallback_call(name, npfn, (a, axis, kind, order), {"stable": stable})
-    a = _lazy(a)
+    a = lazy(a)
     npfn(_probe(a), axis, kind, stable=stable)
     x, ax = _along(a, axis)
     return _op(name, (x,), axis=ax, kind=_sort_kind(kind, stable))
@@ -136,14 +138,14 @@ def _partition_op(name: str, a: ndarray, kth, axis, kind, probe_fn, writeable=Tr
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         return fallback_call("partition", np.partition, (a, kth, axis, kind, order), {})
-    return _partition_op("partition", _lazy(a), kth, axis, kind, np.partition)
+    return _partition_op("partition", lazy(a), kth, axis, kind, np.partition)
 
 
 @traced
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         return fallback_call("argpartition", np.argpartition, (a, kth, axis, kind, order), {})
-    return _partition_op("argpartition", _lazy(a), kth, axis, kind, np.argpartition)
+    return _partition_op("argpartition", lazy(a), kth, axis, kind, np.argpartition)
 
 
 @traced
@@ -151,9 +153,9 @@ def searchsorted(a, v, side="left", sorter=None):
     """`v` is compared in the dtype NumPy finds for it (a Python float as float64). A sorter
     index out of range raises NumPy's ValueError when the result is evaluated, as NumPy raises
     it only where the search reads it."""
-    a = _lazy(a)
+    a = lazy(a)
     vn = asarray_node(v)
-    s = None if sorter is None else _lazy(sorter)
+    s = None if sorter is None else lazy(sorter)
     ps = None if s is None else np.zeros((1,) * s.ndim, s.dtype)
     np.searchsorted(_probe(a), np.zeros((), vn.dtype), side=side, sorter=ps)
     if s is not None and s.size != a.size:
@@ -167,7 +169,7 @@ def searchsorted(a, v, side="left", sorter=None):
 def _cumulative(name: str, a, axis, dtype, out):
     if out is not None:
         return _numpy_out(name, getattr(np, name), (a,), {"axis": axis, "dtype": dtype}, out)
-    a = _lazy(a)
+    a = lazy(a)
     dt = getattr(np, name)(_probe(a), axis=axis, dtype=dtype).dtype  # NumPy's dtype rules
     x, ax = _along(a, axis)
     return _op(name, (x,), axis=ax, dtype=dt.str)
@@ -185,12 +187,12 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 @traced
 def nancumsum(a, axis=None, dtype=None, out=None):
-    return cumsum(_replace_nan(_lazy(a), 0)[0], axis, dtype, out)
+    return cumsum(_replace_nan(lazy(a), 0)[0], axis, dtype, out)
 
 
 @traced
 def nancumprod(a, axis=None, dtype=None, out=None):
-    return cumprod(_replace_nan(_lazy(a), 1)[0], axis, dtype, out)
+    return cumprod(_replace_nan(lazy(a), 1)[0], axis, dtype, out)
 
 
 # ------------------------------------------------------------------ set functions
@@ -234,7 +236,7 @@ def _isin_sorted(ar1: ndarray, ar2: ndarray, invert: bool) -> ndarray:
 def _isin(element, test_elements, assume_unique, invert, kind, name="isin"):
     kw = dict(assume_unique=assume_unique, invert=invert, kind=kind)
     try:
-        ar1, ar2 = ravel(_lazy(element)), ravel(_lazy(test_elements))
+        ar1, ar2 = ravel(lazy(element)), ravel(lazy(test_elements))
     except TypeError:  # a set, strings or objects: NumPy compares them as objects
         return fallback_call(name, np.isin, (element, test_elements), kw).reshape(-1)
     if kind not in {None, "sort", "table"}:

@@ -13,10 +13,14 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from . import functions as F
 from . import reductions as R
-from .array import ndarray, traced
-from .functions import _lazy
+from . import selection  # its where by name: `where` is a parameter here
+from .array import lazy, ndarray
+from .creation import array, asarray, empty, full
+from .manipulation import atleast_2d, broadcast_to, concatenate, squeeze
+from .products import matmul
+from .selection import clip
+from .recording import traced
 from .fallback import fallback_call
 from .ufuncs import apply_ufunc, call_ufunc
 
@@ -35,7 +39,7 @@ def _replace_nan(a: ndarray, val):
     if a.dtype.kind not in "fc":
         return a, None
     mask = _u(np.isnan, a)
-    return F.where(mask, val, a), mask
+    return selection.where(mask, val, a), mask
 
 
 def _check_inexact(dtype, out):
@@ -52,7 +56,7 @@ def _nan_fill_reduce(name, red, fill, a, axis, dtype, out, keepdims, initial, wh
     if where is not True:
         return fallback_call(name, getattr(np, name), (a,), dict(
             axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where))
-    arr, _ = _replace_nan(_lazy(a), fill)
+    arr, _ = _replace_nan(lazy(a), fill)
     return red(arr, axis, dtype, out, keepdims, initial)
 
 
@@ -71,7 +75,7 @@ def _nan_extreme(uf, a, axis, out, keepdims, initial, where):
     skipped and an all-NaN slice gives NaN (NumPy also warns then; that needs the data, so no
     warning here)."""
     name = "nanmax" if uf is np.fmax else "nanmin"
-    a = _lazy(a)
+    a = lazy(a)
     if where is not True or a.dtype.kind == "c":  # complex max: NumPy orders NaNs its own way
         return fallback_call(name, getattr(np, name), (a,), dict(
             axis=axis, out=out, keepdims=keepdims, initial=initial, where=where))
@@ -79,14 +83,14 @@ def _nan_extreme(uf, a, axis, out, keepdims, initial, where):
     if R._count(a.shape, axes) == 0:  # no data: NumPy's own answer (initial) or error
         empty = np.empty(a.shape, a.dtype)
         kw = {} if initial is np._NoValue else {"initial": initial}
-        return R._finish(F.asarray(uf.reduce(empty, axis=axes, keepdims=keepdims, **kw)), out)
+        return R._finish(asarray(uf.reduce(empty, axis=axes, keepdims=keepdims, **kw)), out)
     plain = R.max if uf is np.fmax else R.min
     if a.dtype.kind != "f":
         return plain(a, axis, out, keepdims, initial)
     fill = -np.inf if uf is np.fmax else np.inf
     isnan = _u(np.isnan, a)
-    res = plain(F.where(isnan, fill, a), axis, None, keepdims)
-    res = F.where(R.all(isnan, axis, None, keepdims), np.nan, res)
+    res = plain(selection.where(isnan, fill, a), axis, None, keepdims)
+    res = selection.where(R.all(isnan, axis, None, keepdims), np.nan, res)
     if initial is not np._NoValue:  # the reduction starts from `initial`
         res = _cast(_u(uf, initial, res), res.dtype)
     return R._finish(res, out)
@@ -107,7 +111,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     if where is not True:
         return fallback_call("nanmean", np.nanmean, (a,), dict(
             axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where))
-    arr, mask = _replace_nan(_lazy(a), 0)
+    arr, mask = _replace_nan(lazy(a), 0)
     if mask is None:
         return R.mean(arr, axis, dtype, out, keepdims)
     _check_inexact(dtype, out)
@@ -134,7 +138,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         return fallback_call("nanvar", np.nanvar, (a,), dict(
             axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
             mean=mean, correction=correction))
-    return R._finish(_nanvar(_lazy(a), axis, dtype, out, ddof, keepdims, correction), out)
+    return R._finish(_nanvar(lazy(a), axis, dtype, out, ddof, keepdims, correction), out)
 
 
 def _nanvar(a, axis, dtype, out, ddof, keepdims, correction):
@@ -147,7 +151,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, correction):
     avg = R.sum(arr, axis, dtype, None, True)
     avg = _cast(_u(np.true_divide, avg, cnt), avg.dtype)
     # NumPy subtracts in place: the deviations are stored in the input's dtype
-    arr = F.where(mask, 0, _cast(_u(np.subtract, arr, avg), a.dtype))
+    arr = selection.where(mask, 0, _cast(_u(np.subtract, arr, avg), a.dtype))
     if arr.dtype.kind == "c":
         sqr = _cast(_u(np.multiply, arr, _u(np.conjugate, arr)), np.finfo(arr.dtype).dtype)
     else:
@@ -155,7 +159,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, correction):
     var = R.sum(sqr, axis, dtype, None, keepdims)
     dof = _u(np.subtract, cnt.reshape(var.shape), ddof)
     var = _cast(_u(np.true_divide, var, dof), var.dtype)
-    return F.where(_u(np.less_equal, dof, 0), np.nan, var)
+    return selection.where(_u(np.less_equal, dof, 0), np.nan, var)
 
 
 @traced
@@ -166,7 +170,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         return fallback_call("nanstd", np.nanstd, (a,), dict(
             axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
             mean=mean, correction=correction))
-    var = _nanvar(_lazy(a), axis, dtype, out, ddof, keepdims, correction)
+    var = _nanvar(lazy(a), axis, dtype, out, ddof, keepdims, correction)
     return R._finish(_u(np.sqrt, var), out)
 
 
@@ -174,7 +178,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 def count_nonzero(a, axis=None, *, keepdims=False):
     """The number of nonzero values, as an intp array. NumPy returns a Python int when axis is
     None and keepdims is False; this returns a lazy 0-d array then (int() of it evaluates)."""
-    return R.sum(_lazy(a).astype(np.bool_, copy=False), axis, np.intp, None, keepdims)
+    return R.sum(lazy(a).astype(np.bool_, copy=False), axis, np.intp, None, keepdims)
 
 
 # ------------------------------------------------------------------ comparisons
@@ -183,7 +187,7 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """A lazy bool array (0-d for scalar inputs). NumPy's check that atol and rtol are finite
     runs on host tolerances only; lazy ones are not evaluated for it."""
-    x, y = (v if isinstance(v, (int, float, complex)) else _lazy(v) for v in (a, b))
+    x, y = (v if isinstance(v, (int, float, complex)) else lazy(v) for v in (a, b))
     if isinstance(y, ndarray):  # inexact y: no abs(MIN_INT) overflow, x is cast up
         y = _cast(y, np.result_type(y.dtype, 1.0))
     elif isinstance(y, int):
@@ -198,7 +202,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
             raise FloatingPointError(err_msg)
         elif err_s == "print":
             print(err_msg)
-    atol, rtol = (t if isinstance(t, (int, float, complex)) else _lazy(t) for t in (atol, rtol))
+    atol, rtol = (t if isinstance(t, (int, float, complex)) else lazy(t) for t in (atol, rtol))
     within = _u(np.less_equal, _u(np.absolute, _u(np.subtract, x, y)),
                 _u(np.add, atol, _u(np.multiply, rtol, _u(np.absolute, y))))
     res = _u(np.bitwise_or, _u(np.bitwise_and, within, _u(np.isfinite, y)), _u(np.equal, x, y))
@@ -217,7 +221,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 def array_equal(a1, a2, equal_nan=False):
     """A Python bool, as NumPy returns: evaluates, except when the shapes differ."""
     try:
-        x, y = _lazy(a1), _lazy(a2)
+        x, y = lazy(a1), lazy(a2)
     except TypeError:  # a dtype tracer cannot hold (strings, objects): NumPy decides
         return fallback_call("array_equal", np.array_equal, (a1, a2), {"equal_nan": equal_nan})
     if x.shape != y.shape:
@@ -249,7 +253,7 @@ def around(a, decimals=0, out=None):
     """NumPy's PyArray_Round step by step. Complex input, and a NumPy array as `out`, run NumPy
     (fallback)."""
     decimals = operator.index(decimals)
-    a = _lazy(a)
+    a = lazy(a)
     if a.dtype.kind == "c" or not (out is None or isinstance(out, ndarray)):
         return fallback_call("around", np.around, (a, decimals), {"out": out})
     is_int = a.dtype.kind in "iu"
@@ -263,7 +267,7 @@ def around(a, decimals=0, out=None):
     if decimals == 0:
         return call_ufunc(np.rint, (a,), {"out": out})
     op1, op2 = (np.multiply, np.true_divide) if decimals >= 0 else (np.true_divide, np.multiply)
-    buf = out if out is not None else F.empty(a.shape, np.float64 if is_int else a.dtype)
+    buf = out if out is not None else empty(a.shape, np.float64 if is_int else a.dtype)
     f = _power_of_ten(abs(decimals))
     apply_ufunc(op1, (a, f), out=buf)
     apply_ufunc(np.rint, (buf,), out=buf)
@@ -282,7 +286,7 @@ def fix(x, out=None):
 
 @traced
 def ptp(a, axis=None, out=None, keepdims=False):
-    a = _lazy(a)
+    a = lazy(a)
     hi = R.max(a, axis, None, keepdims)
     if out is not None:  # NumPy reduces the maximum into `out` and subtracts there
         hi = _cast(hi, out.dtype)
@@ -295,14 +299,14 @@ def ptp(a, axis=None, out=None, keepdims=False):
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """With weights, NumPy raises ZeroDivisionError when a weight sum is zero: checking that
     evaluates the weight sums (the average itself stays lazy)."""
-    a = _lazy(a)
+    a = lazy(a)
     if axis is not None:
         axis = normalize_axis_tuple(axis, a.ndim, argname="axis")
     if weights is None:
         avg = R.mean(a, axis, None, None, keepdims)
-        scl = F.full(avg.shape, avg.dtype.type(a.size / avg.size), avg.dtype)
+        scl = full(avg.shape, avg.dtype.type(a.size / avg.size), avg.dtype)
         return (avg, scl) if returned else avg
-    wgt = _lazy(weights)
+    wgt = lazy(weights)
     if a.shape != wgt.shape:
         if axis is None:
             raise TypeError("Axis must be specified when shapes of a and weights differ.")
@@ -323,7 +327,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     if not returned:
         return avg
     if scl.shape != avg.shape:
-        scl = F.broadcast_to(scl, avg.shape).copy()
+        scl = broadcast_to(scl, avg.shape).copy()
     return avg, scl
 
 
@@ -335,15 +339,15 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
         return a
     if n < 0:
         raise ValueError("order must be non-negative but got " + repr(n))
-    a = _lazy(a)
+    a = lazy(a)
     nd = a.ndim
     if nd == 0:
         raise ValueError("diff requires input that is at least one dimensional")
     axis = normalize_axis_index(axis, nd)
 
     def edge(v):
-        v = _lazy(v)
-        return v if v.ndim else F.broadcast_to(v, a.shape[:axis] + (1,) + a.shape[axis + 1:])
+        v = lazy(v)
+        return v if v.ndim else broadcast_to(v, a.shape[:axis] + (1,) + a.shape[axis + 1:])
 
     parts = [a]
     if prepend is not np._NoValue:
@@ -351,7 +355,7 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     if append is not np._NoValue:
         parts.append(edge(append))
     if len(parts) > 1:
-        a = F.concatenate(parts, axis)
+        a = concatenate(parts, axis)
     lead = (slice(None),) * axis
     op = np.not_equal if a.dtype == np.bool_ else np.subtract
     for _ in range(n):
@@ -361,17 +365,17 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
 
 @traced
 def ediff1d(ary, to_end=None, to_begin=None):
-    ary = _lazy(ary).reshape(-1)
+    ary = lazy(ary).reshape(-1)
     parts = []
     for name, v in (("to_begin", to_begin), ("to_end", to_end)):
         if v is not None:
-            v = _lazy(v)
+            v = lazy(v)
             if not np.can_cast(v.dtype, ary.dtype, casting="same_kind"):
                 raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under "
                                 "the `same_kind` rule.")
             parts.append(_cast(v.reshape(-1), ary.dtype))
     parts.insert(1 if to_begin is not None else 0, _u(np.subtract, ary[1:], ary[:-1]))
-    return parts[0] if len(parts) == 1 else F.concatenate(parts)
+    return parts[0] if len(parts) == 1 else concatenate(parts)
 
 
 # ------------------------------------------------------------------ covariance
@@ -385,25 +389,25 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if fweights is not None or aweights is not None:
         return fallback_call("cov", np.cov, (m, y, rowvar, bias, ddof, fweights, aweights),
                              {"dtype": dtype})
-    m = _lazy(m)
+    m = lazy(m)
     if m.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
     if y is not None:
-        y = _lazy(y)
+        y = lazy(y)
         if y.ndim > 2:
             raise ValueError("y has more than 2 dimensions")
     if dtype is None:
         dtype = np.result_type(m.dtype, *([] if y is None else [y.dtype]), np.float64)
-    X = F.atleast_2d(_cast(m, dtype))
+    X = atleast_2d(_cast(m, dtype))
     if not rowvar and m.ndim != 1:
         X = X.T
     if X.shape[0] == 0:
-        return F.array(np.array([]).reshape(0, 0))
+        return array(np.array([]).reshape(0, 0))
     if y is not None:
-        y = F.atleast_2d(_cast(y, dtype))
+        y = atleast_2d(_cast(y, dtype))
         if not rowvar and y.shape[0] != 1:
             y = y.T
-        X = F.concatenate((X, y), axis=0)
+        X = concatenate((X, y), axis=0)
     if ddof is None:
         ddof = 1 if bias == 0 else 0
     avg = R.mean(X, 1)
@@ -412,10 +416,10 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
     X = _u(np.subtract, X, avg[:, None])
-    c = F.matmul(X, _u(np.conjugate, X.T) if X.dtype.kind == "c" else X.T)
+    c = matmul(X, _u(np.conjugate, X.T) if X.dtype.kind == "c" else X.T)
     # NumPy scales in place by a float64 scalar, 1 / fact (with its warning for 1 / 0.0)
     c = _cast(_u(np.multiply, c, np.true_divide(1, fact)), c.dtype)
-    return F.squeeze(c)
+    return squeeze(c)
 
 
 @traced
@@ -429,7 +433,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     stddev = _u(np.sqrt, c.reshape(-1)[::c.shape[0] + 1])
     c = _u(np.true_divide, c, stddev[:, None])
     c = _u(np.true_divide, c, stddev[None, :])
-    return F.clip(c, -1, 1)
+    return clip(c, -1, 1)
 
 
 # ------------------------------------------------------------------ select
@@ -447,17 +451,18 @@ def select(condlist, choicelist, default=0):
         dtype = np.result_type(*[c.dtype if isinstance(c, ndarray) else c for c in choices])
     except TypeError as e:
         raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
-    choices = [_lazy(c) if isinstance(c, np.ndarray) else c for c in choices]
-    conds = [_lazy(c) for c in condlist]
+    choices = [lazy(c) if isinstance(c, np.ndarray) else c for c in choices]
+    conds = [lazy(c) for c in condlist]
     cond_shape = np.broadcast_shapes(*[c.shape for c in conds])
     choice_shape = np.broadcast_shapes(*[np.shape(c) for c in choices])
     for i, c in enumerate(conds):
         if c.dtype != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     shape = np.broadcast_shapes(cond_shape, choice_shape)
-    res = F.full(shape, choices[-1], dtype)
+    res = full(shape, choices[-1], dtype)
     for cond, choice in zip(conds[::-1], choices[-2::-1]):
-        res = F.where(cond, _cast(choice, dtype) if isinstance(choice, ndarray) else choice, res)
+        res = selection.where(cond, _cast(choice, dtype) if isinstance(choice, ndarray) else
+                              choice, res)
     return res
 
 

@@ -13,7 +13,8 @@ import numpy as np
 from tracer.ir import Node
 from tracer.ir.registry import OPS
 from . import graph as G
-from .array import ndarray, asarray_node, shape_str, traced
+from .array import ndarray, asarray_node
+from .recording import shape_str, traced
 from .debug import user_frame
 from .fallback import fallback_call
 from .write import assign_full, known_values

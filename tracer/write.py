@@ -11,7 +11,9 @@ from tracer.ir import Node
 from tracer.ir.interp import apply_ref, run_graph
 from tracer.ir.registry import OPS, Kind
 from . import graph as G
-from .array import asarray_node, ndarray, shape_str, stands_for_scalar, traced, write_through
+from .array import asarray_node, ndarray, stands_for_scalar
+from .recording import shape_str, traced
+from .view import write_through
 
 
 def known_values(node: Node) -> np.ndarray | None:
