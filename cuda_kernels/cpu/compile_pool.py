@@ -72,11 +72,11 @@ def _drop_queued_compiles() -> None:
     """At exit, background compiles not yet started are dropped (a started one finishes and
     lands in the disk cache): a short script must not wait for kernels it no longer needs."""
     if _POOL is not None:
+        manager = getattr(_POOL, "_executor_manager_thread", None)  # shutdown() forgets it
         _POOL.shutdown(wait=False, cancel_futures=True)
-        # shutdown() has woken the pool's manager thread already; CPython's own exit hook would
-        # wake it again through a pipe that thread may be closing at that moment (EBADF on
-        # 3.11). threading's shutdown still joins the thread, so a started compile finishes.
-        manager = getattr(_POOL, "_executor_manager_thread", None)
+        # shutdown() has woken the pool's manager thread; CPython's own exit hook would wake it
+        # again through a pipe that thread may be closing at that moment (EBADF on 3.11).
+        # threading's shutdown still joins the thread, so a started compile finishes.
         if manager is not None:
             getattr(_futures_process, "_threads_wakeups", {}).pop(manager, None)
 

@@ -196,3 +196,27 @@ def test_big_inputs_are_snapshotted_by_all_cores():
     want = numpy.sin(numpy.arange(1 << 21, dtype=numpy.float32)) + \
         numpy.arange(1 << 21, dtype=numpy.float32) * 2
     numpy.testing.assert_array_equal(numpy.asarray(r), want)
+
+
+EXIT_PROGRAM = """
+from concurrent.futures import process
+from tracer.cuda_kernels.cpu import compile_pool
+pool = compile_pool.pool()
+pool.submit(abs, -1).result()
+manager = pool._executor_manager_thread
+compile_pool._drop_queued_compiles()  # what the exit hook runs
+print(manager in process._threads_wakeups)
+"""
+
+
+def test_exit_hook_leaves_the_pool_out_of_cpythons_second_wakeup():
+    """At exit, CPython's own hook wakes every pool's manager thread through a pipe; after our
+    shutdown(wait=False) that thread may be closing the pipe at that moment (`OSError: [Errno
+    9] Bad file descriptor`, printed at exit by 1 cold run in 4): the pool must be out of that
+    table once it is shut down."""
+    env = dict(os.environ, TRACER_COMPILE_WORKERS="1")
+    p = subprocess.run([sys.executable, "-c", EXIT_PROGRAM], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split() == ["False"]
+    assert "Bad file descriptor" not in p.stderr
