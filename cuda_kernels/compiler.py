@@ -339,6 +339,7 @@ def load_kernels(kernels: list[Kernel], be: Backend) -> None:
         for k in todo:
             mod = import_module(where[k.name], module_path(where[k.name]), inject)
             k.fn, k.module = getattr(mod, k.name), where[k.name]
+            k.gen = None  # the parts were for writing the module; `source` keeps the text
             if CONFIG.debug >= 1:
                 print(f"[tracer] new kernel {k.name} ({k.kind}, {be.name}) in module {k.module}: "
                       "a structure not seen in this process", file=sys.stderr)

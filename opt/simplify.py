@@ -13,7 +13,7 @@ from tracer.ir import Node, make
 from tracer.ir.interp import eval_node
 from tracer.ir.registry import OPS, Kind
 from . import simplify_arith, simplify_casts, simplify_logic, simplify_shape
-from .rewrite import Rule, apply_rules, order_of, rebuild
+from .rewrite import Rule, apply_rules, rebuild
 from .simplify_base import _bcast, _const, _const_node, _const_value, _reduce_ufunc, _reduced_count
 
 # each family's rules, in the order a node tries them
@@ -131,7 +131,3 @@ def dce(roots: list[Node]) -> list[Node]:
         return n if all(a is b for a, b in zip(ins, n.inputs)) else \
             make(n.op, ins, n.shape, n.dtype, n.attrs)
     return rebuild(roots, step)
-
-
-def count_nodes(roots: list[Node]) -> int:
-    return len(order_of(roots))

@@ -183,9 +183,10 @@ def test_floors_import_only_the_floors_below():
 
 @pytest.mark.parametrize("package", sorted(RANK))
 def test_no_import_circle_inside_a_package(package):
-    # the package's own __init__ re-exports its modules: importing it from one of them is the
-    # parent-package import Python does anyway, not a circle between modules
-    nodes = {m for m in build().modules if floor(m) == package and m != package}
+    # a package's __init__ is a node too: a module that takes a name the __init__ defines or
+    # re-exports closes a circle with it. Importing a submodule (`from . import backends`) is
+    # an edge to that submodule only: Python runs the parent's __init__ first whatever it holds.
+    nodes = {m for m in build().modules if floor(m) == package}
     edges: dict[str, set[str]] = {}
     for e in build().edges:
         if e.source in nodes and e.target in nodes:
@@ -203,3 +204,13 @@ def test_function_level_imports_of_project_modules_say_why():
     bad = [e for e in build().edges if e.in_function and not e.has_reason]
     assert not bad, ("function-level imports of project modules without a `# reason` on "
                      "their line:\n" + "\n".join(map(_where, bad)))
+
+
+def test_a_name_from_the_packages_init_is_an_edge_to_the_init():
+    """What makes an __init__ part of a circle: `from . import backends` loads that submodule;
+    `from . import default_backend` takes a name the __init__ defines."""
+    mods = build().modules
+    sub, name = (ast.parse(f"from . import {x}").body[0] for x in ("backends", "default_backend"))
+    here = "tracer.cuda_kernels.executor"
+    assert targets(mods, here, False, sub) == ["tracer.cuda_kernels.backends"]
+    assert targets(mods, here, False, name) == ["tracer.cuda_kernels"]
