@@ -51,12 +51,12 @@ def _check(uf, h, signed_zeros=False, **kw) -> None:
 @pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_ufunc_reduce_axes_and_keepdims(name, mode):
     uf = OPS[name].ufunc
+    # the simulator costs about 0.3 ms a thread: on cuda one dtype, keepdims once (a reshape)
+    cases = [(dt, ax, kd) for dt in ("float32", "float64") for ax in AXES for kd in (False, True)
+             if mode != "cuda" or dt == "float32" and (not kd or ax == 1)]
     with context(**MODES[mode]):
-        for dtype in ("float32", "float64"):
-            h = _data(dtype)
-            for axis in AXES:
-                for keepdims in (False, True):
-                    _check(uf, h, axis=axis, keepdims=keepdims)
+        for dtype, axis, keepdims in cases:
+            _check(uf, _data(dtype), axis=axis, keepdims=keepdims)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -68,7 +68,7 @@ def test_logaddexp_reduce(mode):
     specials = numpy.array([[-0.0, -numpy.inf, 1.5], [numpy.inf, 2.0, -numpy.inf],
                             [numpy.nan, 0.5, -0.0], [-numpy.inf, -numpy.inf, -numpy.inf]])
     with context(**MODES[mode]):
-        for dtype in ("float32", "float64"):
+        for dtype in ("float32",) if mode == "cuda" else ("float32", "float64"):
             h = specials.astype(dtype)
             for axis in (None, 0, 1, ()):
                 _check(uf, h, True, axis=axis)
