@@ -6,6 +6,7 @@ same Python object, so common subexpressions collapse while tracing and identity
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -64,7 +65,7 @@ class Node:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -162,24 +163,28 @@ _ORDERS: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _sort(roots, follow) -> list[Node]:
+    """Depth first, each node on the stack once per user that found it unvisited, emitted when
+    it is on top again with its inputs done: linear in the graph, with no per-step tuples."""
     order: list[Node] = []
-    seen: set[int] = set()
+    entered: set[int] = set()
+    done: set[int] = set()
     for root in roots:
-        if id(root) in seen:
-            continue
-        stack = [(root, False)]
+        stack = [root]
         while stack:
-            n, done = stack.pop()
-            if done:
+            n = stack[-1]
+            k = id(n)
+            if k not in entered:
+                entered.add(k)
+                depth = len(stack)
+                for i in reversed(n.inputs):
+                    if id(i) not in entered and (follow is None or follow(i)):
+                        stack.append(i)
+                if len(stack) > depth:
+                    continue
+            stack.pop()
+            if k not in done:
+                done.add(k)
                 order.append(n)
-                continue
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            stack.append((n, True))
-            for i in reversed(n.inputs):
-                if id(i) not in seen and (follow is None or follow(i)):
-                    stack.append((i, False))
     return order
 
 

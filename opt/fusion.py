@@ -165,7 +165,9 @@ def fusion(roots: list[Node]) -> list[Node]:
                                 extra.add(id(m.inputs[0]))
                 compute = [m for m in members if not is_remap(m) and m is not n]
                 if len(compute) >= MAX_GROUP:  # bound kernel size and compile time
-                    extra.add(id(compute[len(compute) // 2]))
+                    # in pieces under the cap at once: halving took log n rounds on a chain
+                    parts = -(-len(compute) // (MAX_GROUP - 1))
+                    extra.update(id(compute[len(compute) * k // parts]) for k in range(1, parts))
                 for m in members:
                     if m is not n and not is_remap(m):
                         if owner.setdefault(id(m), id(n)) != id(n):

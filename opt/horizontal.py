@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tracer.ir import Node, make, toposort
 from tracer.ir.registry import TUPLE_DTYPE, fusion_outputs
-from .combine import _ancestors, _combine_bodies, contract, contracted_order
+from .combine import _combine_bodies, contract, contracted_order
 from .fusion import MAX_GROUP, compute_size, is_fusion
 from .rewrite import order_of
 
@@ -25,22 +25,31 @@ def _small_loop(n: Node) -> bool:
 
 def _groups(order: list[Node]) -> list[list[Node]]:
     """Groups of mutually independent small loop fusions (first fit, in order) with two or
-    more members."""
-    anc = _ancestors(order)
-    pos = {id(n): k for k, n in enumerate(order)}
-    groups: list[list] = []  # [members, bits, size]
-    for n in order:  # inputs first: a later candidate can only depend on earlier members
+    more members. Each node carries the bit set of the groups it depends on, so a candidate
+    looks only at the groups it may join: a chain of g fusions no longer tries g^2/2 pairs."""
+    deps: dict[int, int] = {}  # node -> bits of the groups of its ancestors
+    of: dict[int, int] = {}  # member -> its group's index
+    groups: list[list] = []  # [members, size]
+    for n in order:  # inputs first: a member's group is known before its users ask
+        d = 0
+        for i in n.inputs:
+            d |= deps[id(i)] | (1 << of[id(i)] if id(i) in of else 0)
+        deps[id(n)] = d
         if not _small_loop(n):
             continue
         s = compute_size(toposort([n.attr("body")]))
-        for g in groups:
-            if not anc[id(n)] & g[1] and g[2] + s <= MAX_GROUP:
-                g[0].append(n)
-                g[1] |= 1 << pos[id(n)]
-                g[2] += s
+        free = ~d & ((1 << len(groups)) - 1)
+        while free:
+            k = (free & -free).bit_length() - 1
+            if groups[k][1] + s <= MAX_GROUP:
+                groups[k][0].append(n)
+                groups[k][1] += s
+                of[id(n)] = k
                 break
+            free &= free - 1
         else:
-            groups.append([[n], 1 << pos[id(n)], s])
+            of[id(n)] = len(groups)
+            groups.append([[n], s])
     return [g[0] for g in groups if len(g[0]) > 1]
 
 
@@ -56,9 +65,9 @@ def _build(groups: list[list[Node]]):
 
 
 def horizontal_fusion(roots: list[Node]) -> list[Node]:
-    """Horizontal fusion. A round is O(n^2/64) (ancestor bit sets) plus O(n g) for g groups;
-    one round in the usual case (another only where contracting every group at once would
-    make a cycle)."""
+    """Horizontal fusion. A round is O(e g/64) for e edges and g groups (bit sets of the
+    groups each node depends on), plus the groups tried per candidate; one round in the usual
+    case (another only where contracting every group at once would make a cycle)."""
     while True:
         order = order_of(roots)
         groups = _groups(order)

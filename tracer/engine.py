@@ -33,10 +33,11 @@ def small_roots(roots: list[Node]) -> list[bool]:
     limit = CONFIG.small_graph
     if not limit or budget.active() is not None or backend() != "cpu":
         return [False] * len(roots)
-    big: dict[int, bool] = {}
+    big: set[int] = set()
     for n in toposort(roots):
-        big[id(n)] = n.size > limit or any(big[id(i)] for i in n.inputs)
-    return [not big[id(r)] for r in roots]
+        if n.size > limit or big and any(id(i) in big for i in n.inputs):
+            big.add(id(n))
+    return [id(r) not in big for r in roots]
 
 
 # ------------------------------------------------------------------ planning

@@ -69,14 +69,19 @@ def shutdown() -> None:
 
 
 def _drop_queued_compiles() -> None:
-    """At exit, background compiles not yet started are dropped (a started one finishes and
-    lands in the disk cache): a short script must not wait for kernels it no longer needs."""
+    """At exit, background compiles are dropped, the started ones too (their work is only a
+    cache fill): a short script must not wait for kernels it no longer needs, and a worker
+    left compiling would outlive it holding its stdout and stderr, so a caller reading those
+    to their end would wait for it."""
     if _POOL is not None:
         manager = getattr(_POOL, "_executor_manager_thread", None)  # shutdown() forgets it
+        workers_ = list((getattr(_POOL, "_processes", None) or {}).values())
         _POOL.shutdown(wait=False, cancel_futures=True)
+        for p in workers_:
+            p.terminate()  # the manager thread sees them gone and joins them
         # shutdown() has woken the pool's manager thread; CPython's own exit hook would wake it
         # again through a pipe that thread may be closing at that moment (EBADF on 3.11).
-        # threading's shutdown still joins the thread, so a started compile finishes.
+        # threading's shutdown still joins the thread.
         if manager is not None:
             getattr(_futures_process, "_threads_wakeups", {}).pop(manager, None)
 

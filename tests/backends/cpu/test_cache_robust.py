@@ -1,6 +1,7 @@
 """Issue 17 items 23-25: a damaged kernel cache is rebuilt with one warning; a cache (or an
 install, or a home) that cannot be written runs in memory with one warning; compile workers
-end when their parent is killed. Each case runs in a subprocess with its own TRACER_CACHE_DIR."""
+end when their parent is killed; issue 19 item 7: and when it exits, compiling or not, so a
+caller reading its output is not kept waiting. Each case runs in a subprocess with its own TRACER_CACHE_DIR."""
 from __future__ import annotations
 
 import os
@@ -208,3 +209,39 @@ def test_compile_worker_and_resource_tracker_exit_when_the_parent_is_killed(tmp_
     for q in left:
         os.kill(q, signal.SIGKILL)
     assert not left, f"still running after their parent was killed: {left}"
+
+
+EXITING = """
+import time, numpy, tracer.numpy as np
+from multiprocessing import resource_tracker
+from tracer.cuda_kernels.cpu import compile_pool
+compile_pool.pool().submit(time.sleep, 300)  # stands in for a compile that takes minutes
+x = np.asarray(numpy.linspace(-1, 1, 300))
+print(float((np.sin(x) * 3 + 1).sum()), float((np.cos(x) * x).max()))
+print(*compile_pool._POOL._processes, resource_tracker._resource_tracker._pid)
+print(time.time(), flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["tiered", "sync"])
+def test_a_process_exits_at_once_with_no_compile_worker_left(tmp_path, mode):
+    """With new kernels compiling in the background (tiered) and a compile still running in a
+    worker, a process that used tracer exits at once: `capture_output` returns within seconds
+    of its last line, not when the compile ends, and none of its workers is left running."""
+    p = subprocess.run([sys.executable, "-c", EXITING], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120,
+                       env=_env(tmp_path, TRACER_COMPILE=mode, TRACER_COMPILE_WORKERS="2"))
+    returned = time.time()
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    pids = [int(v) for v in lines[-2].split()]
+    assert len(pids) >= 2  # the workers that started, and the resource tracker
+    assert returned - float(lines[-1]) < 10
+    workers, tracker = pids[:-1], pids[-1]
+    assert not [q for q in workers if _alive(q)]
+    deadline = time.monotonic() + 5  # the tracker ends on its pipe's end of file, a moment later
+    while _alive(tracker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(tracker)
+    assert "Traceback" not in p.stderr and "leaked" not in p.stderr, p.stderr[-3000:]
