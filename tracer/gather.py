@@ -184,8 +184,10 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
     given = vshape
     if mode == "set":
         _check_mask_value(a, key, len(vshape))
-    while mode == "set" and len(vshape) > len(r.shape) and vshape[0] == 1:
-        vshape = vshape[1:]  # a write drops leading unit axes (ufunc.at does not)
+    # a write drops leading unit axes (ufunc.at does not), and any leading axes of an empty
+    # value (NumPy: a[[]] = zeros((3, 0)) writes nothing)
+    while mode == "set" and len(vshape) > len(r.shape) and (vshape[0] == 1 or 0 in vshape):
+        vshape = vshape[1:]
     try:
         ok = tuple(np.broadcast_shapes(vshape, r.shape)) == r.shape
     except ValueError:
@@ -196,6 +198,9 @@ def scatter(a: ndarray, key: tuple, value, mode: str = "set") -> bool:
         raise ValueError(f"shape mismatch: value array of shape {shape_str(given)} could not "
                          f"be broadcast to indexing result of shape {shape_str(r.shape)}")
     if mode == "set":
+        if len(vshape) < len(given) and 0 in given:  # an empty value: only its shape changes
+            value = (value if isinstance(value, (ndarray, np.ndarray)) else
+                     np.asarray(value)).reshape(vshape)
         target = G._typed("gather", (r.x._node, *r.nodes), r.attrs)
         if target.shape != r.shape:  # None axes of the key
             target = G.reshape(target, r.shape)

@@ -346,3 +346,25 @@ def test_clip_of_a_0d_array_is_a_scalar_in_writes(mode):
     with context(**mode):
         same(prog)
         same(empty_target)
+
+
+@modes("small", "compiled")
+def test_an_empty_value_drops_its_leading_axes_in_an_index_write(mode):
+    """NumPy writes an empty value into an empty index result whatever its leading axes
+    (fuzzer seed 9801739: `v0[v1 > 0] = v1` with v1 of shape (2, 0)); a non-empty one must
+    still broadcast."""
+    def mask(m):
+        v0 = m.array(numpy.array([[-2**63], [7]], "int64"))
+        v1 = m.array(numpy.zeros((2, 0), "uint8"))
+        v0[v1 > 0] = v1
+        return v0
+
+    def index(shape):
+        def prog(m):
+            a = m.arange(6)
+            a[m.array(numpy.array([], int))] = numpy.zeros(shape)
+            return a
+        return prog
+    with context(**mode):
+        for prog in (mask, index((2, 3, 0)), index((3, 1)), index((0, 5))):
+            same(prog)
