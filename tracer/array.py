@@ -198,7 +198,8 @@ class ndarray:
 
     def _ravel_order(self, order) -> "ndarray":
         """ravel in `order`: a view only where NumPy's ravel gives one (the array is contiguous
-        in that order, with positive strides), else a copy, as reshape(-1) would not be."""
+        in that order: length-1 axes' strides, negative ones too, never count), else a copy, as
+        reshape(-1) would not be."""
         if order not in (None, "C", "F", "A", "K"):
             raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
         st = self._view.strides
@@ -212,7 +213,7 @@ class ndarray:
         else:
             x = self.transpose() if order == "F" else self
         xs = x._view.strides
-        if contiguous(x.shape, xs, "C") and all(s >= 0 for s in xs):
+        if contiguous(x.shape, xs, "C"):
             return x.reshape(-1)
         return ndarray._from_node(G.reshape(x._node, (x.size,)))
 

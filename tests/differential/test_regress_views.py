@@ -206,3 +206,20 @@ def test_ravel_is_a_view_only_where_numpys_is(case, order):
     rb[...] = -1
     numpy.testing.assert_array_equal(numpy.asarray(b), a)
     numpy.testing.assert_array_equal(numpy.asarray(rb), ra)
+
+
+@modes("small", "compiled")
+def test_ravel_of_a_view_with_a_negative_stride_on_a_length_one_axis_is_a_view(mode):
+    """NumPy's contiguity ignores length-1 axes' strides, negative ones too, so ravel gives a
+    view and a write through it reaches the base (fuzzer seed 9808026: v1[4::-2, :].ravel())."""
+    def prog(m):
+        out = []
+        for pick in (lambda a: a[4::-2, :], lambda a: a[::-1, :1][:1], lambda a: a[:, ::-1][:1],
+                     lambda a: a.ravel()[::-1][:1], lambda a: a.ravel()[::-1]):
+            b = m.array(numpy.arange(6, dtype="uint8").reshape(2, 3))
+            r = pick(b).ravel()
+            r *= r[..., ::-1]
+            out.append(b)
+        return m.stack(out)
+    with context(**mode):
+        same(prog)
