@@ -23,7 +23,8 @@ exactly, and values by these rules:
 - approximate (level 1): a value computed through a transcendental function, a power, or a
   float sum/mean/std/var/prod (summation order differs) is compared with rtol = atol-scale =
   64 ulps of its dtype, or of float32 for a wider one (it may have been computed in float32
-  and cast up), atol scaled by the largest |value|; NaN positions must agree.
+  and cast up), atol scaled by the largest finite |value|, complex values part by part;
+  NaN positions must agree.
 - unchecked (level 2): a discrete value computed from an approximate one (a comparison, floor,
   a cast to an integer type, argmax...) or a float->int cast of a non-finite or out-of-range
   value (undefined in C): only shape and dtype are checked.
@@ -462,14 +463,20 @@ def compare(name, want, got, level):
             ok = numpy.allclose(g, w, rtol=tol, atol=0, equal_nan=True) and all(
                 numpy.array_equal(numpy.signbit(x(g)), numpy.signbit(x(w)))
                 for x in (numpy.real, numpy.imag))
-    else:
+    else:  # complex by parts: isclose wants a value with an infinite part equal exactly
         tol = 64 * max(float(numpy.finfo(w.dtype).eps), float(numpy.finfo(numpy.float32).eps))
+        parts = [(g.real, w.real), (g.imag, w.imag)] if w.dtype.kind == "c" else [(g, w)]
         with numpy.errstate(all="ignore"):
-            scale = numpy.nanmax(numpy.where(numpy.isfinite(w), numpy.abs(w), 0), initial=1.0)
-            ok = numpy.allclose(g, w, rtol=tol, atol=tol * scale, equal_nan=True)
+            ok = all(numpy.allclose(gp, wp, rtol=tol, atol=tol * _scale(wp), equal_nan=True)
+                     for gp, wp in parts)
     if ok:
         return None
     return f"{name}: values differ\n  numpy : {w!r}\n  tracer: {g!r}"
+
+
+def _scale(w):
+    """The largest finite |value|, at least 1: the absolute tolerance's scale."""
+    return numpy.nanmax(numpy.where(numpy.isfinite(w), numpy.abs(w), 0), initial=1.0)
 
 
 def _type(x):
