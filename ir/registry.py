@@ -212,6 +212,8 @@ def _keeps_values(name: str, dtype: np.dtype) -> bool:
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
         v = np.array([0, 1, 2, info.min, info.max], dtype)
+    elif op.accumulate == ACC_LOGICAL:  # any/all compute x | False: a bool whose byte is not
+        return False                     # 0/1 (a view of other data) becomes NumPy's 0/1
     else:
         v = np.array([False, True], dtype)
     with np.errstate(all="ignore"):

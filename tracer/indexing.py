@@ -95,7 +95,10 @@ def getitem(a: ndarray, key):
     if _is_basic(key):
         view = basic_view(a, key)
         if _is_scalar_key(a, key):  # a copy: later writes to `a` do not change it
-            return ndarray._from_node(view._node)
+            node = view._node
+            if node.dtype == np.bool_:  # NumPy's scalar is 0/1 whatever the byte (a bool view)
+                node = G.elementwise("not_equal", (node, G.const(False, node.dtype)))
+            return ndarray._from_node(node)
         if stands_for_scalar(a):  # NumPy's scalar[...] or scalar[None]: a new array
             view = ndarray._from_node(view._node)
         if view.ndim == 0:  # a[...] of a 0-d array: a 0-d view, as in NumPy, not a scalar

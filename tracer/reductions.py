@@ -113,6 +113,8 @@ def _identity_applied(op: str, x):
     changes an element (registry.keeps_values): 0.0 + x (-0.0 becomes 0.0), (1+0j) * x (inf+1j
     becomes inf+nanj)."""
     uf = OPS[op].ufunc
+    if x.dtype == np.bool_:  # NumPy copies through a bool cast: any byte (a view) becomes 0/1
+        return G.elementwise("not_equal", (x, G.broadcast(G.const(False, x.dtype), x.shape)))
     if keeps_values(OPS[op], x.dtype):
         return x
     ident = G.broadcast(G.const(uf.identity, x.dtype), x.shape)

@@ -182,3 +182,21 @@ def test_bool_folds_write_numpys_zero_or_one_bytes_over_a_bool_view(mode):
     with context(**mode):
         for op in ("minimum", "maximum", "logical_and", "bitwise_or", "not_not"):
             same(lambda m: prog(m, op))
+
+
+@modes("small", "compiled")
+def test_bools_read_as_scalars_or_reduced_over_no_axes_are_0_or_1(mode):
+    """A bool view of other bytes (5) keeps its byte in views, but NumPy's element read makes a
+    scalar (byte 1), and a reduction over no axes copies through a bool cast (byte 1); any/all
+    over a length-1 axis compute x | False (fuzzer seeds 9950844, 9951096, 9957813)."""
+    h = numpy.array([5, 0, 2], "uint8")
+
+    def prog(m):
+        v = m.array(h).view("bool")
+        v0 = m.array(h[:1].reshape(())).view("bool")
+        return [v0[()], v[0], v[2], m.any(v0, keepdims=True), m.all(v0), m.max(v0),
+                v0.max(keepdims=True), m.any(v[:1], axis=0, keepdims=True), m.all(v[:1], axis=0),
+                v[:1], m.any(v)]
+    with context(**mode):
+        got = [numpy.asarray(x).view("uint8").tolist() for x in prog(np)]
+    assert got == [numpy.asarray(x).view("uint8").tolist() for x in prog(numpy)]
