@@ -48,12 +48,17 @@ def reduce_shape(shapes, attrs):
     return tuple(s for i, s in enumerate(shapes[0]) if i not in axes)
 
 
+def _reduce_ref(ufunc, x, axes):
+    # an array even when 0-d: NumPy's scalar result would make a bool view's byte 5 into 1
+    return np.squeeze(ufunc.reduce(x, axis=axes, keepdims=True), axis=axes)
+
+
 def _reduce(name, ufunc, identity, combine, accumulate, better=None,
             props=Props(commutative=True, associative=True)):
     """A reduction: `ufunc.reduce`, starting from `identity`, one step `combine` of (acc, v),
     accumulated by rule `accumulate` (registry.ACC_*)."""
     register(OpDef(name, Kind.REDUCE, 1, reduce_shape, _same_dtype,
-                   ref=lambda x, axes: ufunc.reduce(x, axis=axes), identity=identity,
+                   ref=lambda x, axes: _reduce_ref(ufunc, x, axes), identity=identity,
                    combine=combine, props=props, ufunc=ufunc, accumulate=accumulate,
                    better=better))
 

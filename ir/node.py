@@ -197,12 +197,13 @@ def users(order: list[Node]) -> dict[int, list[Node]]:
 
 
 _NAN = float("nan")
+_NEG_NAN = -_NAN  # x86's default NaN (0/0, sqrt(-1) in NumPy's loops): bits 0xfff8...
 
 
 def make_const(value, dtype) -> Node:
-    """A 0-d constant. Its attrs tell NaN (one shared object) and -0.0 (a `neg` flag) apart,
-    since the intern table compares values with ==; a complex one carries its bits, which
-    tell the signs of zero parts apart (-0.0+0j == 0j)."""
+    """A 0-d constant. Its attrs tell NaNs (one shared object per sign) and -0.0 (a `neg` flag)
+    apart, since the intern table compares values with ==; a complex one carries its bits,
+    which tell the signs of zero parts apart (-0.0+0j == 0j)."""
     dtype = np.dtype(dtype)
     if isinstance(value, float) and dtype.kind == "f" and dtype.itemsize < 8 and abs(value) > 6e4:
         with np.errstate(all="ignore"):  # may round to inf, as NumPy's cast does
@@ -213,7 +214,7 @@ def make_const(value, dtype) -> Node:
     attrs: tuple = (("value", py), ("dtype", dtype.str))
     if dtype.kind == "f":
         if py != py:
-            attrs = (("value", _NAN), ("dtype", dtype.str))
+            attrs = (("value", _NEG_NAN if np.signbit(v) else _NAN), ("dtype", dtype.str))
         elif py == 0 and np.signbit(v):
             attrs += (("neg", True),)
     elif dtype.kind == "c":

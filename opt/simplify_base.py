@@ -65,12 +65,20 @@ def _same(x: Node | None, n: Node) -> Node | None:
     return x if x is not None and x.dtype == n.dtype else None
 
 
+def _bytes_01(x: Node) -> bool:
+    """x's bool bytes are 0/1: a constant or a kernel's result, moved or not (not a bool view of
+    other data, whose bytes may be 5)."""
+    while OPS[x.op].kind == Kind.MOVEMENT:
+        x = x.inputs[0]
+    return x.op == "const" or OPS[x.op].kind in (Kind.ELEMENTWISE, Kind.REDUCE)
+
+
 def _same_bool(x: Node | None, n: Node) -> Node | None:
     """_same for a fold that NumPy computes with logical ops: a bool result is 0/1 even where x's
-    bytes are not (a bool view of other data), so only an x computed by a kernel may stand in."""
-    if x is None or n.dtype != np.bool_ or x.op == "const":
+    bytes are not, so only an x whose bytes are 0/1 may stand in."""
+    if x is None or n.dtype != np.bool_:
         return _same(x, n)
-    return _same(x, n) if OPS[x.op].kind in (Kind.ELEMENTWISE, Kind.REDUCE) else None
+    return _same(x, n) if _bytes_01(x) else None
 
 
 def _cast(x: Node, dtype: np.dtype) -> Node:

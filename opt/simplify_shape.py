@@ -1,11 +1,13 @@
 """Simplifier rules for movement ops (transpose, reshape, broadcast, slice) and reductions."""
 from __future__ import annotations
 
+import numpy as np
+
 from tracer.ir import Node
-from tracer.ir.registry import OPS, Kind, keeps_values, names
+from tracer.ir.registry import ACC_LOGICAL, OPS, Kind, keeps_values, names
 from .rewrite import Rule
-from .simplify_base import (_EXACT, _REDUCTIONS, _bcast, _build, _reduce_ufunc, _reduced_count,
-                            _reshape, _scalar, _transpose, on)
+from .simplify_base import (_EXACT, _REDUCTIONS, _bcast, _build, _bytes_01, _reduce_ufunc,
+                            _reduced_count, _reshape, _scalar, _transpose, on)
 
 _MOVEMENT = names(lambda d: d.kind is Kind.MOVEMENT)
 
@@ -100,7 +102,11 @@ def _order_free(n: Node) -> bool:
 def _keeps_values(n: Node) -> bool:
     """Reducing one element gives the element, bit for bit (registry.keeps_values): not for
     any/all of non-bool (0/1), float sums (NumPy starts them at +0.0: sum([-0.0]) is 0.0) nor
-    complex products ((1+0j) * (inf+1j) is inf+nanj)."""
+    complex products ((1+0j) * (inf+1j) is inf+nanj), nor any/all of a bool whose bytes may be
+    other than 0/1 (x | False makes them 0/1)."""
+    x = n.inputs[0]
+    if OPS[n.op].accumulate == ACC_LOGICAL and x.dtype == np.bool_:
+        return _bytes_01(x)
     return keeps_values(OPS[n.op], n.dtype)
 
 

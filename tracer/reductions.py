@@ -104,8 +104,14 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
     if initial is not np._NoValue:
         node = apply_ufunc(ufunc, (ndarray._from_node(node), initial))._node
         node = G.cast(node, res_dt)
+    if node.dtype == np.bool_ and not node.shape and not keepdims and out is None:
+        node = _bool_01(node)  # NumPy's scalar result is 0/1 whatever the byte (a bool view)
     res = _keep(node, axes, x.ndim) if keepdims else ndarray._from_node(node)
     return _finish(res, out)
+
+
+def _bool_01(x):
+    return G.elementwise("not_equal", (x, G.broadcast(G.const(False, x.dtype), x.shape)))
 
 
 def _identity_applied(op: str, x):
@@ -114,7 +120,7 @@ def _identity_applied(op: str, x):
     becomes inf+nanj)."""
     uf = OPS[op].ufunc
     if x.dtype == np.bool_:  # NumPy copies through a bool cast: any byte (a view) becomes 0/1
-        return G.elementwise("not_equal", (x, G.broadcast(G.const(False, x.dtype), x.shape)))
+        return _bool_01(x)
     if keeps_values(OPS[op], x.dtype):
         return x
     ident = G.broadcast(G.const(uf.identity, x.dtype), x.shape)
