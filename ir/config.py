@@ -11,6 +11,7 @@ def _env_set(name: str) -> frozenset[str]:
 
 
 SMALL_GRAPH = 4096  # the default of Config.small_graph
+EAGER_SIZE = 4096  # the default of Config.eager_size (bench/eager_crossover.py)
 
 
 @dataclass
@@ -32,6 +33,10 @@ class Config:
     small_graph: int = field(
         default_factory=lambda: int(os.environ.get("TRACER_SMALL_GRAPH", SMALL_GRAPH) or 0))
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
+    # adaptive laziness: an op whose inputs are realized host values of at most this many
+    # elements each runs at once by NumPy, with NumPy's result (0: record every op)
+    eager_size: int = field(
+        default_factory=lambda: int(os.environ.get("TRACER_EAGER_SIZE", EAGER_SIZE) or 0))
 
 
 CONFIG = Config()

@@ -19,11 +19,13 @@ _ids = itertools.count()
 class Buffer:
     """A realized value: a host numpy array or a device array. Hashed by identity."""
 
-    __slots__ = ("value", "host", "__weakref__")
+    # owner: id of the Var that alone holds this buffer and may write into it (tracer.eager)
+    __slots__ = ("value", "host", "owner", "__weakref__")
 
     def __init__(self, value: Any):
         self.value = value
         self.host = value if isinstance(value, np.ndarray) else None
+        self.owner = None
 
     def __repr__(self) -> str:
         v = self.value

@@ -10,6 +10,8 @@ from pathlib import Path
 os.environ.setdefault("TRACER_BACKEND", "cpu")
 os.environ.setdefault("TRACER_SMALL_GRAPH", "0")  # small test arrays still get kernels (and
                                                   # so do the test programs run as subprocesses)
+os.environ.setdefault("TRACER_EAGER_SIZE", "0")  # every op recorded: tests exercise the
+                                                 # graph, passes and kernels on small arrays
 os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tracer-test-cache"))
 
 import numpy as np  # noqa: E402

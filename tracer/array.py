@@ -39,7 +39,8 @@ class ndarray:
 
     # _arr0: set on a 0-d array (np.array(5.), np.where, a[...], views of one); any other 0-d
     # result stands for the NumPy scalar NumPy returns there, and its repr is that scalar's
-    __slots__ = ("_var", "_view", "_memo", "_arr0", "__weakref__")
+    # _hmemo: (host buffer, NumPy view of it) for eager reads (tracer.eager.host)
+    __slots__ = ("_var", "_view", "_memo", "_hmemo", "_arr0", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, var: Var, view: View | None = None):
@@ -50,6 +51,7 @@ class ndarray:
                 var.owner = weakref.ref(self)
         self._view = view
         self._memo: tuple | None = None
+        self._hmemo: tuple | None = None
 
     # ---- the node behind this array
     @property
@@ -80,7 +82,7 @@ class ndarray:
         if r._var is not self._var or len(r._view.steps) < len(self._view.steps):
             raise AttributeError("Incompatible shape for in-place modification. Use "
                                  "`.reshape()` to make a copy with the desired shape.")
-        self._view, self._memo = r._view, None
+        self._view, self._memo, self._hmemo = r._view, None, None
 
     @property
     def dtype(self) -> np.dtype:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
 import inspect as _inspect
 
 import numpy as _np
@@ -21,6 +22,7 @@ from . import orderstats as _OS
 from . import sorting as _SO
 from . import building as _B
 from . import einsum as _E
+from . import eager as _eager
 from .array import ndarray as _Lazy
 from .ufuncs import call_ufunc as _call_ufunc
 from .fallback import (FOREIGN_KINDS as _FOREIGN_KINDS, fallback_call as _fallback_call,
@@ -83,6 +85,9 @@ class ufunc:
         self.__doc__ = uf.__doc__
 
     def __call__(self, *args, **kwargs):
+        r = _eager.ufunc(self._uf, args, kwargs)
+        if r is not _eager.NO:
+            return r
         if _builtins.any(map(_foreign_operand, args[:self._uf.nin])) or \
                 _foreign_dtype(kwargs.get("dtype", _MISSING)):
             return _fallback_call(self.__name__, self._uf, args, kwargs)
@@ -133,6 +138,53 @@ for _mod, _names in [
 LAZY.update(amax=_R.max, amin=_R.min, concat=_MA.concatenate)
 
 
+# functions NumPy may run at once on small realized arrays (tracer.eager): each returns a new
+# array or a scalar and writes into none of its arguments
+_EAGER = frozenset("""all allclose amax amin any argmax argmin argpartition argsort argwhere around
+    array_equal average bincount choose clip column_stack concat concatenate copy corrcoef
+    count_nonzero cov cumprod cumsum diag diff digitize dot dstack ediff1d einsum fix histogram
+    hstack in1d inner intersect1d isclose isin kron matmul max mean median min nanargmax
+    nanargmin nancumprod nancumsum nanmax nanmean nanmedian nanmin nanpercentile nanprod
+    nanquantile nanstd nansum nanvar nonzero outer pad partition percentile prod ptp quantile
+    repeat roll round searchsorted select setdiff1d setxor1d sort stack std sum take
+    take_along_axis tensordot tile trace tril triu union1d unique var vdot vstack where
+    block full_like ones_like zeros_like empty_like""".split())
+
+def _shape_size(shape) -> int:
+    if isinstance(shape, (int, _np.integer)) and not isinstance(shape, bool):
+        return int(shape)
+    if type(shape) in (tuple, list) and _builtins.all(
+            isinstance(d, (int, _np.integer)) and not isinstance(d, bool) for d in shape):
+        return _math.prod(shape)
+    raise TypeError  # not a shape: the lazy function raises NumPy's error
+
+
+def _arange_size(*args, **kw):
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
+    return _math.ceil((stop - start) / step)
+
+
+# creation functions by NumPy at once where their result is small: its size from the arguments
+_CREATION_SIZE = {
+    "zeros": lambda shape, *a, **k: _shape_size(shape),
+    "ones": lambda shape, *a, **k: _shape_size(shape),
+    "empty": lambda shape, *a, **k: _shape_size(shape),
+    "full": lambda shape, *a, **k: _shape_size(shape),
+    "arange": _arange_size,
+    "linspace": lambda start, stop, num=50, *a, **k: int(num),
+    "eye": lambda N, M=None, *a, **k: int(N) * int(N if M is None else M),
+    "identity": lambda n, *a, **k: int(n) * int(n),
+}
+
+
+def _size_or_big(size_of, args, kwargs) -> float:
+    """The result's size, or infinity where the arguments do not tell it simply."""
+    try:
+        return size_of(*args, **kwargs)
+    except Exception:  # odd arguments: the lazy function takes them and raises NumPy's error
+        return _math.inf
+
+
 # parameters where a string, None or any other object is data to hold, not an option
 _DATA_PARAMS = ("fill_value", "x", "y")
 _MISSING = object()
@@ -179,7 +231,18 @@ def _guarded(name: str, fn):
         values = (argument(args, kwargs, n, i) for n, i in at.items())
         return _builtins.any(v is not _MISSING and _foreign_operand(v) for v in values)
 
+    now = name in _EAGER
+    size_of = _CREATION_SIZE.get(name)
+
     def call(*args, **kwargs):
+        if now:
+            r = _eager.call(npfn, args, kwargs)
+            if r is not _eager.NO:
+                return r
+        elif size_of is not None:
+            r = _eager.create(npfn, _size_or_big(size_of, args, kwargs), args, kwargs)
+            if r is not _eager.NO:
+                return r
         if for_numpy(args, kwargs):
             return _fallback_call(name, npfn, args, kwargs)
         return fn(*args, **kwargs)

@@ -22,7 +22,7 @@ import numpy as np
 from tracer.ir import Buffer, Slot, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
-from . import budget, debug, engine
+from . import budget, debug, eager, engine
 from .array import evaluate, ndarray
 from .store import Var, evaluate_vars
 
@@ -93,7 +93,8 @@ class jit:
                   if b is not None else None for b in bufs]
         lazy = [ndarray(Var(leaf)) if leaf is not None else a for leaf, a in zip(leaves, args)]
         before = STATS.evaluations
-        out = self.f(*lazy)
+        with eager.recording_all():  # a trace records every op, small or not
+            out = self.f(*lazy)
         single = isinstance(out, ndarray)
         outs = [out] if single else list(out) if isinstance(out, (tuple, list)) else None
         if any(x._var.node is not leaf for x, leaf in zip(lazy, leaves) if leaf is not None):

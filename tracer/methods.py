@@ -6,7 +6,7 @@ import numpy as np
 
 from . import graph as G
 from . import reductions as R
-from . import building, einsum, linalg, sorting
+from . import building, eager, einsum, linalg, sorting
 from .dispatch import LAZY
 from .array import lazy, ndarray, stands_for_scalar
 from .creation import zeros_like
@@ -25,9 +25,20 @@ from .write import assign_full
 
 def _binary(uf, dunder, reflected=False):
     def op(self, other):
+        args = (other, self) if reflected else (self, other)
+        r = eager.ufunc(uf, args)
+        if r is not eager.NO:
+            return r
         if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
             return numpy_operator(self, dunder, other)  # strings, objects, Decimal, ...
-        return apply_ufunc(uf, (other, self) if reflected else (self, other))
+        return apply_ufunc(uf, args)
+    return op
+
+
+def _unary(uf):
+    def op(self):
+        r = eager.ufunc(uf, (self,))
+        return apply_ufunc(uf, (self,)) if r is eager.NO else r
     return op
 
 
@@ -36,10 +47,22 @@ def _inplace(uf, dunder):
         if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
             return numpy_operator(self, dunder, other)
         if stands_for_scalar(self):  # `s += x` rebinds s to a new scalar, as in NumPy
-            return apply_ufunc(uf, (self, other))
-        apply_ufunc(uf, (self, other), out=self)
+            r = eager.ufunc(uf, (self, other))
+            return apply_ufunc(uf, (self, other)) if r is eager.NO else r
+        if not eager.update(uf, self, other):
+            apply_ufunc(uf, (self, other), out=self)
         return self
     return op
+
+
+def _getitem(self, key):
+    r = eager.get_element(self, key)
+    return getitem(self, key) if r is eager.NO else r
+
+
+def _setitem(self, key, value) -> None:
+    if not eager.set_element(self, key, value):
+        setitem(self, key, value)
 
 
 def _divmod(self, other):
@@ -47,11 +70,13 @@ def _divmod(self, other):
 
 
 def _matmul(self, other):
-    return matmul(self, other)
+    r = eager.ufunc(np.matmul, (self, other))
+    return matmul(self, other) if r is eager.NO else r
 
 
 def _rmatmul(self, other):
-    return matmul(other, self)
+    r = eager.ufunc(np.matmul, (other, self))
+    return matmul(other, self) if r is eager.NO else r
 
 
 @traced
@@ -152,13 +177,13 @@ def install() -> None:
         setattr(ndarray, f"__{name}__", _binary(uf, f"__{name}__"))
     for name, uf in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
                      ("invert", np.invert)]:
-        setattr(ndarray, f"__{name}__", (lambda uf: lambda self: apply_ufunc(uf, (self,)))(uf))
+        setattr(ndarray, f"__{name}__", _unary(uf))
     ndarray.__divmod__ = _divmod
     ndarray.__matmul__ = _matmul
     ndarray.__rmatmul__ = _rmatmul
     ndarray.__imatmul__ = _imatmul
-    ndarray.__getitem__ = getitem
-    ndarray.__setitem__ = setitem
+    ndarray.__getitem__ = _getitem
+    ndarray.__setitem__ = _setitem
     ndarray.__array_ufunc__ = _array_ufunc
     ndarray.__array_function__ = _array_function
     ndarray.astype = _astype
@@ -171,13 +196,13 @@ def install() -> None:
     ndarray.clip = lambda self, min=None, max=None, out=None, **kw: clip(self, min, max, out)
     ndarray.dot = lambda self, b, out=None: dot(self, b, out)
     for n in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "argmax", "argmin"):
-        setattr(ndarray, n, getattr(R, n))
+        setattr(ndarray, n, eager.method(n, getattr(R, n)))
     ndarray.__getattr__ = _getattr
     ndarray.real = property(lambda self: self if self.dtype.kind != "c" else
                             _getattr(self, "real"))
     ndarray.imag = property(lambda self: zeros_like(self) if self.dtype.kind != "c"
                             else _getattr(self, "imag"))
-    ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
+    ndarray.conj = ndarray.conjugate = _unary(np.conjugate)
     ndarray.round = lambda self, decimals=0, out=None: fallback_method(self, "round")(decimals)
     ndarray.__round__ = lambda self, ndigits=None: round(self.item(), ndigits) if self.ndim == 0 \
         else fallback_method(self, "round")(ndigits or 0)
@@ -185,3 +210,10 @@ def install() -> None:
     for mod in (sorting, building, einsum):
         for n, fn in mod.METHODS.items():
             setattr(ndarray, n, fn)
+    for n in ("item", "tolist", "__float__", "__int__", "__complex__", "__bool__", "__index__"):
+        setattr(ndarray, n, eager.reader(n, vars(ndarray)[n]))
+    ndarray.__iter__ = (lambda slow: lambda self: eager.iterate(self, slow))(ndarray.__iter__)
+    for n in ("dot", "clip", "copy", "cumsum", "cumprod", "trace", "nonzero", "round",
+              "argsort", "searchsorted", "repeat", "take"):
+        if n in vars(ndarray):  # methods that return new arrays: by NumPy where eager.call can
+            setattr(ndarray, n, eager.method(n, vars(ndarray)[n]))

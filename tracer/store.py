@@ -31,6 +31,8 @@ class Var:
     def __init__(self, node: Node):
         if node.op != "input":
             node = debug.recorded(node)
+        else:
+            shared(node.attrs[0][1], self)
         self.node = node
         self.owner = None  # the array that owns this buffer (weak): views' `.base`
         self.version = 0
@@ -40,11 +42,50 @@ class Var:
     def assign(self, node: Node) -> None:
         if node.op != "input":
             node = debug.recorded(node)
+        else:
+            shared(node.attrs[0][1], self)
         with LOCK:
             self.node = node
             self.version += 1
             if node.op != "input":
                 _note_pending(self)
+
+
+# ---- buffers one Var alone holds, which tracer.eager writes into in place
+# id(host array) -> the Buffer that owns it (weak: an entry goes with its buffer)
+_OWNED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
+
+
+def own(buf, var: Var) -> None:
+    """var alone holds buf: it may write into it."""
+    buf.owner = id(var)
+    _OWNED[id(buf.host)] = buf
+
+
+def shared(buf, var: "Var | None" = None) -> None:
+    """buf (held now by var, or by a result) may share memory with an owned buffer: its owner
+    must copy before it writes again."""
+    if buf.owner is not None and buf.owner != id(var):
+        buf.owner = None
+    h = buf.host
+    while h is not None:
+        o = _OWNED.get(id(h))
+        if o is not None and o is not buf:
+            o.owner = None
+        h = h.base if isinstance(h.base, np.ndarray) else None
+
+
+def any_pending() -> bool:
+    """Whether some variable's value is still a graph to compute (one that may read any
+    realized buffer). Realized ones found on the way leave the pending set."""
+    if not _PENDING:
+        return False
+    with LOCK:
+        for v in list(_PENDING):
+            if v.node.op != "input":
+                return True
+            _PENDING.discard(v)
+    return False
 
 
 def _note_pending(v: Var) -> None:
@@ -166,6 +207,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             group = [v for v, h in zip(group, hit) if not h]
             continue
         for v, n, buf in zip(group, nodes, bufs):
+            shared(buf)  # an output may be an input's buffer, or a view of it
             if v.node is n:
                 v.node = _leaf_for(n, buf)
         break

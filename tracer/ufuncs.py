@@ -12,6 +12,7 @@ import numpy as np
 
 from tracer.ir import Node
 from tracer.ir.registry import OPS
+from . import eager
 from . import graph as G
 from .array import ndarray, asarray_node
 from .recording import shape_str, traced
@@ -245,6 +246,9 @@ def _positional_out(uf: np.ufunc, args, kwargs: dict) -> tuple[tuple, dict]:
 def call_ufunc(uf: np.ufunc, args, kwargs: dict):
     """A ufunc call as NumPy spells it (out=, where=, dtype=, casting=, ...): lazy when tracer
     supports it, else NumPy on evaluated inputs (warned and counted)."""
+    r = eager.ufunc(uf, args, kwargs)
+    if r is not eager.NO:
+        return r
     args, kw = _positional_out(uf, args, kwargs)
     out_given = "out" in kw
     out = kw.pop("out", None)
