@@ -15,7 +15,7 @@ from .products import dot, matmul
 from .selection import clip, nonzero
 from .recording import proxy, traced
 from .view import laid_out
-from .indexing import getitem, setitem
+from .indexing import _is_scalar_key, _norm_key, getitem, quick_view, setitem
 from .fallback import (FOREIGN_KINDS, _wrap, count_fallback, fallback_call, fallback_method, foreign_operand,
                        numpy_operator)
 from .store import to_numpy
@@ -57,7 +57,13 @@ def _inplace(uf, dunder):
 
 def _getitem(self, key):
     r = eager.get_element(self, key)
-    return getitem(self, key) if r is eager.NO else r
+    if r is not eager.NO:
+        return r
+    if self._view.shape and not _is_scalar_key(self, _norm_key(key)):
+        v = quick_view(self, key)
+        if v is not None:
+            return v
+    return getitem(self, key)
 
 
 def _setitem(self, key, value) -> None:
