@@ -10,7 +10,7 @@ import os
 # when Numba first loads it; a value the user set is kept.
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-from tracer.ir import Buffer  # noqa: E402
+from tracer.ir.node import Buffer  # noqa: E402
 from . import backends  # noqa: E402
 from .executor import Program, lower, run  # noqa: E402
 from .compiler import Kernel  # noqa: E402

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer.ir import Buffer, make, toposort
+from tracer.ir.node import Buffer, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS, VIEW_OPS
 from tracer.ir.stats import STATS

@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer.ir import Node, make, toposort
+from tracer.ir.node import Node, make, toposort, users
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
-from tracer.ir.node import users
 from . import graph as G
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

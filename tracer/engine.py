@@ -15,7 +15,8 @@ import numpy as np
 
 from tracer import cuda_kernels, opt
 from tracer.cuda_kernels.executor import compile as compile_program, lower
-from tracer.ir import Buffer, Node, format_graph, toposort
+from tracer.ir.node import Buffer, Node, toposort
+from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS

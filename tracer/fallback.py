@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from . import debug
 from . import graph as G

@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from tracer import cuda_kernels
-from tracer.ir import Node, make, toposort
+from tracer.ir.node import Node, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
