@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from tracer import cuda_kernels, opt
+from tracer import cuda_kernels
 from tracer.cuda_kernels.executor import compile as compile_program, lower
 from tracer.ir.node import Buffer, Node, toposort
 from tracer.ir.printer import format_graph
@@ -21,6 +21,7 @@ from tracer.ir.config import CONFIG
 from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
+from tracer.opt.pipeline import optimize
 from . import budget, debug, plans
 
 
@@ -47,7 +48,7 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
                     order: list[Node] | None = None):
     """(program, optimizer result): lowering takes the optimizer's order and plans memory
     from buffer assignment's liveness. `order`: toposort(roots), where the caller has it."""
-    res = opt.optimize(roots, record=record, order=order, budget=budget.active())
+    res = optimize(roots, record=record, order=order, budget=budget.active())
     return lower(res.roots, be, memory_plan(res.roots, res.order), res.order), res
 
 
