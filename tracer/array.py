@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cuda_kernels import snapshot
+from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.node import Node
 from . import graph as G
 from .recording import proxy, shape_str, traced

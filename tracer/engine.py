@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from tracer import cuda_kernels
+from tracer.cuda_kernels import backends, executor
 from tracer.cuda_kernels.executor import compile as compile_program, lower
 from tracer.ir.node import Buffer, Node, toposort
 from tracer.ir.printer import format_graph
@@ -26,7 +26,7 @@ from . import budget, debug, plans
 
 
 def backend() -> str:
-    return cuda_kernels.default_backend(CONFIG.backend)
+    return backends.default_backend(CONFIG.backend)
 
 
 def small_roots(roots: list[Node]) -> list[bool]:
@@ -151,7 +151,7 @@ def run(program, bind, graph, split=None) -> list:
             bufs = budget.run(graph(), program, bind, limit, split, program.backend, execute,
                               lambda g, be: plan(g, be)[0])
         else:
-            bufs = cuda_kernels.run(program, bind)
+            bufs = executor.run(program, bind)
     except Exception as e:
         if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
             debug.locate_error(graph(), e)
@@ -159,7 +159,7 @@ def run(program, bind, graph, split=None) -> list:
     finally:
         _RUNNING[0] -= 1
     if CONFIG.check_nans and not _RUNNING[0]:
-        hosts = [cuda_kernels.to_host(b) for b in bufs]
+        hosts = [backends.to_host(b) for b in bufs]
         if debug.nonfinite(hosts):
             debug.check_outputs(graph(), hosts)
     return bufs
