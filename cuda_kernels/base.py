@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracer.ir import Buffer, Node
+from tracer.ir.node import Buffer, Node
 from tracer.ir.stats import STATS
 
 

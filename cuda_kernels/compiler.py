@@ -26,7 +26,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from .base import Backend

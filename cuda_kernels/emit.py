@@ -10,7 +10,7 @@ from typing import Mapping
 
 import numpy as np
 
-from tracer.ir import Node, toposort
+from tracer.ir.node import Node, toposort
 from tracer.ir.registry import OPS, Kind, fusion_outputs
 from .helpers import HELPERS, helper_source, needed_helpers
 

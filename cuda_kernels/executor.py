@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracer.ir import Buffer, Node, Slot
+from tracer.ir.node import Buffer, Node, Slot
 from tracer.ir.registry import (LIBRARY_OPS, VIEW_OPS, consts_only, fusion_outputs,
                                  leaf_const)
 from tracer.ir.stats import STATS

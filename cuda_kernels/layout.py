@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from tracer.ir import Node, Slot
+from tracer.ir.node import Node, Slot
 from tracer.ir.registry import VIEW_OPS
 from tracer.ir.registry import OPS
 

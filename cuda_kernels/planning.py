@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracer.ir import Node, toposort
+from tracer.ir.node import Node, toposort
 from tracer.ir.registry import (ACC_ARG, ACC_WIDE, CHEAP_OPS, OPS, fusion_outputs,
                                reduce_identity)
 from .emit import Emitter, literal

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracer.ir import Node, toposort
+from tracer.ir.node import Node, toposort
 from tracer.ir.interp import apply_ref, eval_node
 from tracer.ir.registry import ACC_LOGICAL, OPS, VIEW_OPS, fusion_outputs
 from .planning import acc_dtype

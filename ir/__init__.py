@@ -1,11 +1,21 @@
 """The graph: interned nodes, the op registry (machinery and catalogue), printer, verifier and
-NumPy interpreter."""
-from .node import Buffer, Node, Slot, make, toposort, users
-from .registry import OPS, Kind, OpDef, Props, get
-from . import catalogue, elementwise_ops, library_ops  # noqa: F401  (registers every op)
-from .printer import format_graph
-from .verify import VerifyError, verify
-from .interp import run_graph
+NumPy interpreter.
 
-__all__ = ["Buffer", "Node", "Slot", "make", "toposort", "users", "OPS", "Kind", "OpDef", "Props", "get",
-           "format_graph", "VerifyError", "verify", "run_graph"]
+It imports nothing of the package at load time but `exports.py` (which imports no project
+module): each public name is imported from the submodule that defines it on first use
+(PEP 562), so `import tracer.ir.x` runs no other submodule. The registry's names come from
+`registry.py`, which registers every op.
+"""
+from __future__ import annotations
+
+from .exports import attach
+
+_EXPORTS = {  # public name -> the submodule that defines it
+    "Buffer": ".node", "Node": ".node", "Slot": ".node", "make": ".node", "toposort": ".node",
+    "users": ".node", "OPS": ".registry", "Kind": ".registry", "OpDef": ".registry",
+    "Props": ".registry", "get": ".registry", "format_graph": ".printer",
+    "VerifyError": ".verify", "verify": ".verify", "run_graph": ".interp",
+}
+__all__ = list(_EXPORTS)
+
+__getattr__, __dir__ = attach(globals(), _EXPORTS)

@@ -1,6 +1,6 @@
 """The catalogue of core ops: leaves and params, reductions, movement, contraction, updates,
 gather/scatter, fusions and their tuples. Each is one `register` call of the machinery in
-`registry.py`; elementwise ops (ufuncs, cast, where) are in `elementwise_ops.py`, library ops
+`opdef.py`; elementwise ops (ufuncs, cast, where) are in `elementwise_ops.py`, library ops
 (sort, cumsum, ...) in `library_ops.py`.
 
 Shape helpers the ops' rules use (`py_slice`, `unit_reshape`, `matrix_shape`, `scatter_key`) live
@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from .elementwise_ops import T, typed
-from .registry import (ACC_ARG, ACC_DTYPE, ACC_LOGICAL, ACC_SELECT, ACC_WIDE, TUPLE_DTYPE, Kind,
-                       OpDef, Props, register)
+from .opdef import (ACC_ARG, ACC_DTYPE, ACC_LOGICAL, ACC_SELECT, ACC_WIDE, TUPLE_DTYPE, Kind,
+                    OpDef, Props, register)
 
 
 # ---------------------------------------------------------------- leaves
@@ -56,7 +56,7 @@ def _reduce_ref(ufunc, x, axes):
 def _reduce(name, ufunc, identity, combine, accumulate, better=None,
             props=Props(commutative=True, associative=True)):
     """A reduction: `ufunc.reduce`, starting from `identity`, one step `combine` of (acc, v),
-    accumulated by rule `accumulate` (registry.ACC_*)."""
+    accumulated by rule `accumulate` (opdef.ACC_*)."""
     register(OpDef(name, Kind.REDUCE, 1, reduce_shape, _same_dtype,
                    ref=lambda x, axes: _reduce_ref(ufunc, x, axes), identity=identity,
                    combine=combine, props=props, ufunc=ufunc, accumulate=accumulate,
@@ -312,7 +312,7 @@ register(OpDef("scatter", Kind.SCATTER, -1, _scatter_shape, _same_dtype, ref=_sc
 
 
 # Multi-output fusions: a fusion whose body is a `tuple` of output values has the tuple type
-# (registry.TUPLE_DTYPE: no shape, zero bytes); each result is read through an `output` node
+# (opdef.TUPLE_DTYPE: no shape, zero bytes); each result is read through an `output` node
 # (attr `index`).
 
 def _output_rule(*_):

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .registry import Kind, OpDef, Props, register
+from .opdef import Kind, OpDef, Props, register
 
 
 # ---------------------------------------------------------------- helpers for templates

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import Kind, OpDef, Props, register
+from .opdef import Kind, OpDef, Props, register
 
 _LIB = Props(library=True)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from tracer.ir import Node, make
+from tracer.ir.node import Node, make
 from .liveness import Storage
 from .rewrite import order_of
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tracer.ir import Node, make, toposort
+from tracer.ir.node import Node, make, toposort
 from tracer.ir.registry import TUPLE_DTYPE, Kind, fusion_outputs, is_kind
 from .rewrite import with_inputs
 

@@ -14,8 +14,7 @@ the error relative to |A|^2 + |B|^2 rather than to the distance, so only float32
 """
 from __future__ import annotations
 
-from tracer.ir import Node
-from tracer.ir.node import make_const
+from tracer.ir.node import Node, make_const
 from .dots import build, reshape, swap
 from .rewrite import apply_rules
 

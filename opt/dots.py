@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracer.ir import Node, make, users
+from tracer.ir.node import Node, make, users
 from tracer.ir.catalogue import matrix_shape
 from tracer.ir.registry import OPS
 from .rewrite import order_of, rebuild, with_inputs

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from tracer.ir import Node, make, users
+from tracer.ir.node import Node, make, users
 from tracer.ir.catalogue import unit_reshape
 from tracer.ir.registry import OPS, Kind, fusion_outputs, is_kind, is_leaf
 from .rewrite import order_of

@@ -3,7 +3,7 @@ recomputed inside them, its body in place of their params, when that moves no mo
 """
 from __future__ import annotations
 
-from tracer.ir import Node, make, toposort, users
+from tracer.ir.node import Node, make, toposort, users
 from tracer.ir.registry import OPS
 from .combine import _substitute
 from .fusion import MAX_GROUP, compute_size, is_fusion

@@ -6,7 +6,7 @@ dominates small kernels (an optimizer step over many small parameter arrays, say
 """
 from __future__ import annotations
 
-from tracer.ir import Node, make, toposort
+from tracer.ir.node import Node, make, toposort
 from tracer.ir.registry import TUPLE_DTYPE, fusion_outputs
 from .combine import _combine_bodies, contract, contracted_order
 from .fusion import MAX_GROUP, compute_size, is_fusion

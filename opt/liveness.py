@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracer.ir import Node, toposort
+from tracer.ir.node import Node, toposort
 from tracer.ir.catalogue import unit_reshape
 from tracer.ir.registry import OPS, Kind, consts_only, is_kind
 

@@ -4,7 +4,7 @@ which reads the shared value once (and writes the producer's value as the consum
 """
 from __future__ import annotations
 
-from tracer.ir import Node, make, toposort, users
+from tracer.ir.node import Node, make, toposort, users
 from tracer.ir.registry import TUPLE_DTYPE, fusion_outputs
 from .combine import _ancestors, _combine_bodies, contract, contracted_order
 from .fusion import MAX_GROUP, compute_size, is_fusion, is_reduce, row_layout

@@ -19,7 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tracer.ir import Node, format_graph, verify
+from tracer.ir.node import Node
+from tracer.ir.printer import format_graph
+from tracer.ir.verify import verify
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS, Kind
 from .distance import euclidean_distance

@@ -12,7 +12,7 @@ import contextlib
 import threading
 from typing import Callable, Iterator
 
-from tracer.ir import Node, make, toposort
+from tracer.ir.node import Node, make, toposort
 
 Rule = Callable[[Node], Node | None]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.registry import OPS, Kind, is_kind
 from .dots import build, reshape
 from .rewrite import apply_rules

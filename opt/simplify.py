@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Node, make
+from tracer.ir.node import Node, make
 from tracer.ir.interp import eval_node
 from tracer.ir.registry import OPS, Kind
 from . import simplify_arith, simplify_casts, simplify_logic, simplify_shape

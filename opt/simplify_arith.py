@@ -2,7 +2,7 @@
 value and square."""
 from __future__ import annotations
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from .rewrite import Rule
 from .simplify_base import (_EXACT, _INTS, _build, _cast, _const_node, _eq, _full, _is_const,
                             _like, _loop_in, _other, _same, on)

@@ -6,8 +6,7 @@ import functools
 
 import numpy as np
 
-from tracer.ir import Node, make
-from tracer.ir.node import make_const
+from tracer.ir.node import Node, make, make_const
 from tracer.ir.registry import OPS, Kind, names
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from .rewrite import Rule
 from .simplify_base import (_EXACT, _INTS, _build, _cast, _const_value, _full, _is_const,
                             _loop_in, _same, on)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.registry import OPS, names, reduce_identity
 from .rewrite import Rule
 from .simplify_base import (_EXACT, _REDUCTIONS, _eq, _full, _is_const, _like, _other, _same,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.registry import ACC_LOGICAL, OPS, Kind, keeps_values, names
 from .rewrite import Rule
 from .simplify_base import (_EXACT, _REDUCTIONS, _bcast, _build, _bytes_01, _reduce_ufunc,

@@ -7,7 +7,7 @@ elements as before, and it runs once even when the moved operands have other use
 """
 from __future__ import annotations
 
-from tracer.ir import Node, make
+from tracer.ir.node import Node, make
 from tracer.ir.registry import Kind, names
 from .fusion import has_kernel, is_remap
 from .rewrite import Rule, apply_rules

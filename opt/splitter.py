@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracer.ir import Buffer, Node, make, toposort
+from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.ir.registry import OPS, Kind, is_leaf
 
 FAIL = "fail"  # a value that depends on S across rows: no split through it

@@ -22,8 +22,7 @@ import math
 
 import numpy as np
 
-from tracer.ir import Node, make
-from tracer.ir.node import make_const
+from tracer.ir.node import Node, make, make_const
 from tracer.ir.registry import OPS, Kind, reduce_identity
 from .rewrite import rebuild, with_inputs
 

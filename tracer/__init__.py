@@ -2,22 +2,26 @@
 
     import tracer
     import tracer.numpy as np
+
+It imports nothing of the package at load time: each public name is imported from the module
+that defines it on first use (PEP 562, `tracer.ir.exports`), after `tracer.numpy`, whose
+import installs the lazy array's operators and methods, so no array is seen without them.
 """
 from __future__ import annotations
 
+from tracer.ir.exports import attach
+
 __version__ = "0.1.0"
 
-from tracer.ir.config import CONFIG, context
-from tracer.ir.stats import reset_stats, stats
-from .array import evaluate, ndarray
-from .budget import MemoryBudgetError, memory_budget
-from .explain import Plan, explain
-from .fallback import TracerFallbackWarning, coverage_report
-from .jit import jit
-from . import methods, numpy  # noqa: F401
+_EXPORTS = {  # public name -> the module that defines it
+    "CONFIG": "tracer.ir.config", "context": "tracer.ir.config", "stats": "tracer.ir.stats",
+    "reset_stats": "tracer.ir.stats", "ndarray": "tracer.array", "evaluate": "tracer.array",
+    "explain": "tracer.explain", "Plan": "tracer.explain",
+    "TracerFallbackWarning": "tracer.fallback", "coverage_report": "tracer.fallback",
+    "numpy": "tracer",  # the submodule: an attribute of the package once imported
+    "jit": "tracer.jit", "memory_budget": "tracer.budget", "MemoryBudgetError": "tracer.budget",
+}
+__all__ = ["__version__", *_EXPORTS]
 
-methods.install()  # the lazy array's operators and methods, now that all they call is loaded
-
-__all__ = ["__version__", "CONFIG", "context", "stats", "reset_stats", "ndarray", "evaluate", "explain", "Plan",
-           "TracerFallbackWarning", "coverage_report", "numpy", "jit", "memory_budget",
-           "MemoryBudgetError"]
+# tracer.numpy first: importing it installs the lazy array's operators and methods
+__getattr__, __dir__ = attach(globals(), _EXPORTS, first="tracer.numpy")

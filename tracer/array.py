@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cuda_kernels import snapshot
-from tracer.ir import Node
+from tracer.cuda_kernels.threads import snapshot
+from tracer.ir.node import Node
 from . import graph as G
 from .recording import proxy, shape_str, traced
 from .store import Var, evaluate_vars, to_numpy

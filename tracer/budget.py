@@ -18,12 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracer import cuda_kernels
-from tracer.ir import Buffer, make, toposort
+from tracer.ir.node import Buffer, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS, VIEW_OPS
 from tracer.ir.stats import STATS
-from tracer.cuda_kernels import backends, tiled
+from tracer.cuda_kernels import backends, executor, tiled
 from tracer.cuda_kernels.executor import PeakMeter
 from tracer.cuda_kernels.layout import over_one_element
 from tracer.opt import splitter
@@ -95,7 +94,7 @@ class memory_budget:
     force."""
 
     def __init__(self, limit, split_size=None):
-        limit = parse_size(limit, cuda_kernels.default_backend(CONFIG.backend))
+        limit = parse_size(limit, backends.default_backend(CONFIG.backend))
         split = limit // 4 if split_size is None else parse_size(split_size)
         self.budget = Budget(limit, max(1, split))
 
@@ -149,7 +148,7 @@ def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> 
         return run_split(roots, program, split, budget, be, execute, plan)
     meter = PeakMeter()
     with tiled.room(budget.limit - need), _no_idle_blocks(be):
-        bufs = cuda_kernels.run(program, bind, meter)
+        bufs = executor.run(program, bind, meter)
     STATS.planned_peak_bytes = need
     STATS.measured_peak_bytes = meter.peak + _result_bytes(program)
     return bufs

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from tracer.cuda_kernels import snapshot
+from tracer.cuda_kernels.threads import snapshot
 
 from . import graph as G
 from .array import lazy, ndarray

@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from tracer import cuda_kernels
-from tracer.ir import Node, make, toposort
+from tracer.cuda_kernels.backends import to_host
+from tracer.ir.node import Node, make, toposort, users
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
-from tracer.ir.node import users
 from . import graph as G
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,7 +105,7 @@ def recorded(node: Node) -> Node:
 
 def host_value(n: Node):
     """A leaf's value on the host."""
-    return cuda_kernels.to_host(n.attr("buf"))
+    return to_host(n.attr("buf"))
 
 
 def _nonfinite(x) -> str | None:

@@ -6,8 +6,7 @@ import shutil
 import subprocess
 import warnings
 
-from tracer.ir import Node, toposort
-from tracer.ir.node import short_type
+from tracer.ir.node import Node, short_type, toposort
 
 
 def _label(n: Node) -> str:

@@ -13,18 +13,20 @@ import time
 
 import numpy as np
 
-from tracer import cuda_kernels, opt
+from tracer.cuda_kernels import backends, executor
 from tracer.cuda_kernels.executor import compile as compile_program, lower
-from tracer.ir import Buffer, Node, format_graph, toposort
+from tracer.ir.node import Buffer, Node, toposort
+from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
+from tracer.opt.pipeline import optimize
 from . import budget, debug, plans
 
 
 def backend() -> str:
-    return cuda_kernels.default_backend(CONFIG.backend)
+    return backends.default_backend(CONFIG.backend)
 
 
 def small_roots(roots: list[Node]) -> list[bool]:
@@ -46,7 +48,7 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
                     order: list[Node] | None = None):
     """(program, optimizer result): lowering takes the optimizer's order and plans memory
     from buffer assignment's liveness. `order`: toposort(roots), where the caller has it."""
-    res = opt.optimize(roots, record=record, order=order, budget=budget.active())
+    res = optimize(roots, record=record, order=order, budget=budget.active())
     return lower(res.roots, be, memory_plan(res.roots, res.order), res.order), res
 
 
@@ -149,7 +151,7 @@ def run(program, bind, graph, split=None) -> list:
             bufs = budget.run(graph(), program, bind, limit, split, program.backend, execute,
                               lambda g, be: plan(g, be)[0])
         else:
-            bufs = cuda_kernels.run(program, bind)
+            bufs = executor.run(program, bind)
     except Exception as e:
         if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
             debug.locate_error(graph(), e)
@@ -157,7 +159,7 @@ def run(program, bind, graph, split=None) -> list:
     finally:
         _RUNNING[0] -= 1
     if CONFIG.check_nans and not _RUNNING[0]:
-        hosts = [cuda_kernels.to_host(b) for b in bufs]
+        hosts = [backends.to_host(b) for b in bufs]
         if debug.nonfinite(hosts):
             debug.check_outputs(graph(), hosts)
     return bufs

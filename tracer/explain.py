@@ -2,7 +2,8 @@
 the roots run by NumPy), as the engine decides it; nothing is compiled, written or run."""
 from __future__ import annotations
 
-from tracer.ir import Node, format_graph, toposort
+from tracer.ir.node import Node, toposort
+from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
 from . import engine
 from .drawing import save, to_dot

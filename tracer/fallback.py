@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tracer import cuda_kernels
-from tracer.ir import Node
+from tracer.cuda_kernels.threads import snapshot
+from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from . import debug
 from . import graph as G
@@ -118,7 +118,7 @@ def _wrap(x):
 
 
 def _leaf_from_numpy(a: np.ndarray) -> Node:
-    return G.leaf(cuda_kernels.snapshot(a))
+    return G.leaf(snapshot(a))
 
 
 def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Buffer, Node, make
-from tracer.ir.node import make_const
+from tracer.ir.node import Buffer, Node, make, make_const
 from tracer.ir.registry import OPS
 
 

@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 
-from tracer.ir import Buffer, Slot, make, toposort
+from tracer.ir.node import Buffer, Slot, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from . import budget, debug, eager, engine

@@ -168,8 +168,8 @@ def _getattr(self, name):
 
 
 def install() -> None:
-    """Install the operators and methods on the lazy array class (tracer/__init__ calls it once
-    every module they use is loaded)."""
+    """Install the operators and methods on the lazy array class (tracer.numpy calls it as it
+    loads, once every module they use is loaded)."""
     for name, uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                      ("truediv", np.true_divide), ("floordiv", np.floor_divide),
                      ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),

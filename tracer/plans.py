@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 
 from tracer.cuda_kernels.executor import buffer_contiguous
-from tracer.ir import Node, Slot, make
+from tracer.ir.node import Node, Slot, make
 from tracer.ir.config import CONFIG
 from . import budget
 

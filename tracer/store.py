@@ -12,8 +12,8 @@ import weakref
 
 import numpy as np
 
-from tracer import cuda_kernels
-from tracer.ir import Node, make, toposort
+from tracer.cuda_kernels.backends import to_host
+from tracer.ir.node import Node, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
@@ -263,7 +263,7 @@ def to_numpy(a) -> np.ndarray:
     with LOCK:  # another thread may assign the variable once it is realized
         evaluate_vars([a._var])
         buf = a._var.node.attr("buf")
-    host = cuda_kernels.to_host(buf)
+    host = to_host(buf)
     out = apply_view_numpy(host, a._view.steps).view()
     out.flags.writeable = False
     return out

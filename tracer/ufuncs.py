@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.registry import OPS
 from . import eager
 from . import graph as G

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from . import graph as G
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.interp import apply_ref, run_graph
 from tracer.ir.registry import OPS, Kind
 from . import graph as G

@@ -9,7 +9,7 @@ import time
 import numpy as np
 from numba.core import config as numba_config
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.interp import eval_node
 from tracer.ir.catalogue import py_slice
 from tracer.ir.registry import fusion_outputs

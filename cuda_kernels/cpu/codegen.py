@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from tracer.ir import Node, toposort
+from tracer.ir.node import Node, toposort
 from tracer.ir.registry import ACC_SELECT, OPS, fusion_outputs
 from ..base import Gen
 from ..emit import Emitter, tname

@@ -16,7 +16,7 @@ import functools
 import numba
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.catalogue import scatter_key
 from ..compiler import import_module, writable, write_module
 from ..emit import key_hash

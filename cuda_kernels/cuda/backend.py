@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from tracer.ir import Buffer, Node
+from tracer.ir.node import Buffer, Node
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import eval_node
 from ..base import Backend, Gen, record_launch

@@ -7,7 +7,7 @@ from collections import ChainMap
 
 import numpy as np
 
-from tracer.ir import Node, toposort
+from tracer.ir.node import Node, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS
 from ..emit import Emitter, tname

@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.registry import OPS
 from ..emit import tname
 from ..helpers import helper_source, needed_helpers

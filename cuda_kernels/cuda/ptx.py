@@ -8,7 +8,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from tracer.ir import Node
+from tracer.ir.node import Node
 from tracer.ir.config import context
 from ..compiler import load_kernels
 from ..emit import Emitter

@@ -167,11 +167,11 @@ def test_progress_bar_is_quiet_off_a_terminal_and_for_short_compiles():
 
 
 def test_a_failure_numpy_does_not_reproduce_names_the_values_being_computed(monkeypatch):
-    from tracer import cuda_kernels
+    from tracer.cuda_kernels import executor
 
     def broken(*args, **kwargs):
         raise RuntimeError("kernel launch failed")
-    monkeypatch.setattr(cuda_kernels, "run", broken)
+    monkeypatch.setattr(executor, "run", broken)
     a = tnp.arange(4.0)
     b = a * 3  # computed-line
     with pytest.raises(RuntimeError, match="kernel launch failed") as info:

@@ -2,14 +2,18 @@
 
 Functions listed here record lazily. Any other NumPy function still works: it evaluates its
 inputs, runs NumPy, warns once per call site and is counted (`tracer.stats().fallbacks`).
-It only re-exports: the table of lazy functions is tracer/dispatch.py.
+It only re-exports: the table of lazy functions is tracer/dispatch.py. Importing it installs
+the lazy array's operators and methods (tracer's own names load it first).
 """
 from __future__ import annotations
 
 import numpy as _np
 
+from .. import methods as _methods
 from ..dispatch import LAZY as _LAZY, asnumpy, can_cast, ndarray, result_type, ufunc  # noqa: F401
 from ..fallback import fallback_getattr as _fallback_getattr
+
+_methods.install()  # the lazy array's operators and methods, before any array can be made
 
 globals().update(_LAZY)
 from . import linalg, random  # noqa: E402,F401
