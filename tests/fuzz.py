@@ -37,10 +37,11 @@ issue 17 item 16 allows it for lazily computed values) and the program stops the
 also stops after an in-place line NumPy rejected (NumPy may have written part of it).
 
 Modes: compiled (small_graph=0, sync compile), small (small_graph=4096, sync), tiered
-(small_graph=0, tiered compile, a fresh kernel cache per run of the command) and cuda (the
+(small_graph=0, tiered compile, a fresh kernel cache per run of the command), cuda (the
 cuda backend under Numba's simulator, run in a subprocess that sets NUMBA_ENABLE_CUDASIM=1
-first; its programs are shorter and its shapes tiny). Mode gpu (not in `all`) runs the full-size
-programs on a real device.
+first; its programs are shorter and its shapes tiny), all with adaptive laziness off
+(eager_size=0: every op recorded), and eager (a user's defaults: ops on small realized values
+run at once by NumPy). Mode gpu (not in `all`) runs the full-size programs on a real device.
 
     python -m tests.fuzz --programs 500 --mode all [--seed 0] [--jobs 2] [--show]
 """
@@ -611,12 +612,15 @@ def _hosts_used(line):
 
 # ---------------------------------------------------------------- modes and the command
 
-MODES = {"compiled": dict(small_graph=0, compile_mode="sync"),
-         "small": dict(small_graph=4096, compile_mode="sync"),
-         "tiered": dict(small_graph=0, compile_mode="tiered"),
-         "cuda": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=True),
-         "gpu": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=False)}
-ALL = ("compiled", "small", "tiered", "cuda")  # gpu needs a device: run it by name
+MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
+         "small": dict(small_graph=4096, compile_mode="sync", eager_size=0),
+         "tiered": dict(small_graph=0, compile_mode="tiered", eager_size=0),
+         "cuda": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=True,
+                      eager_size=0),
+         "gpu": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=False,
+                     eager_size=0),
+         "eager": dict(small_graph=4096, compile_mode="sync", eager_size=4096)}
+ALL = ("compiled", "small", "tiered", "cuda", "eager")  # gpu needs a device: run it by name
 
 
 def programs(mode: str, seeds):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.ir import Buffer, make
+from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
 from .array import ndarray
@@ -93,7 +93,10 @@ def wrap(r):
         buf = Buffer(r)
         var = Var(make("input", (), r.shape, r.dtype, (("buf", buf),)))
         own(buf, var)
-        return ndarray(var)
+        out = ndarray(var)
+        if not r.shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
+            out._arr0 = True
+        return out
     if isinstance(r, tuple):
         return tuple(wrap(x) for x in r)
     return r

@@ -15,8 +15,9 @@ import pytest
 import fuzz
 
 # seeds that expose bugs not fixed yet: {mode: {seed: cause}}; put each back once fixed
-KNOWN: dict[str, dict[int, str]] = {"compiled": {}, "small": {}, "cuda": {}}
-SLICE = {"compiled": range(0, 300), "small": range(0, 600), "cuda": range(0, 10)}
+KNOWN: dict[str, dict[int, str]] = {"compiled": {}, "small": {}, "cuda": {}, "eager": {}}
+SLICE = {"compiled": range(0, 300), "small": range(0, 600), "cuda": range(0, 10),
+         "eager": range(0, 600)}
 
 
 def _report(mode, failures):
@@ -25,7 +26,7 @@ def _report(mode, failures):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["compiled", "small"])
+@pytest.mark.parametrize("mode", ["compiled", "small", "eager"])
 def test_random_programs_match_numpy(mode):
     seeds = [s for s in SLICE[mode] if s not in KNOWN[mode]]
     counts, failures = fuzz.run_mode(mode, seeds)
