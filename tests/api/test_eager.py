@@ -1,0 +1,109 @@
+"""Adaptive laziness (tracer.eager): ops on small realized values run at once by NumPy, element
+access goes to the realized buffer, in-place writes go into a buffer one array alone holds.
+The rest of the suite records every op (conftest sets TRACER_EAGER_SIZE=0); here it is on."""
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import tracer
+import tracer.numpy as np
+from tracer.indexing import basic_view, quick_view
+from tracer.ir.config import context
+
+
+@pytest.fixture(autouse=True)
+def eager_on():
+    with context(eager_size=4096, small_graph=4096):
+        yield
+
+
+def test_small_ops_run_now_with_numpys_results():
+    h = numpy.arange(6.0).reshape(2, 3)
+    a = np.array(h)
+    before = tracer.stats().evaluations
+    y = np.sin(a) * 2 + a.T.sum(axis=1)[0]
+    assert tracer.stats().evaluations == before  # nothing left to evaluate
+    assert y._var.node.op == "input"
+    numpy.testing.assert_array_equal(numpy.asarray(y), numpy.sin(h) * 2 + h.T.sum(axis=1)[0])
+    s = a.sum()
+    assert type(s) is numpy.float64 and s == h.sum()  # NumPy's scalar, as NumPy returns
+    assert type(a[1, 2]) is numpy.float64 and a[1, 2] == 5.0
+    assert isinstance(a @ a.T, tracer.ndarray)
+    z = np.full((), 2.0)  # NumPy's 0-d array stays an array through in-place ops
+    z *= z
+    assert isinstance(z, tracer.ndarray) and z.shape == () and float(z) == 4.0
+
+
+def test_large_and_pending_values_stay_lazy():
+    big = np.ones(10_000)
+    assert big._var.node.op != "input"  # a creation too large to run now
+    y = big * 2
+    assert y._var.node.op != "input"
+    assert float(y[3]) == 2.0  # an element read evaluates what it reads once
+
+
+def test_element_reads_writes_and_iteration_match_numpy():
+    h = numpy.arange(12).reshape(3, 4)
+    a, ref = np.array(h), h.copy()
+    for m in (a, ref):
+        m[1, 2] = 40
+        m[-1, 0] += 7
+        m[0] = 5
+        m[:, 3] = [1, 2, 3]
+        m[2, 1:3] = m[0, :2] * 3
+    numpy.testing.assert_array_equal(numpy.asarray(a), ref)
+    assert list(a[1]) == list(ref[1]) and a.tolist() == ref.tolist()
+    assert a.item(5) == ref.item(5)
+    assert [type(v) for v in a[0]] == [type(v) for v in ref[0]]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        a[3, 0]
+    b = np.array(numpy.zeros(3, numpy.int64))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output from dtype"):
+        b += 1.5
+
+
+def test_a_write_reaches_every_view_and_nothing_else():
+    h = numpy.arange(6.0).reshape(2, 3)
+    a = np.array(h)
+    row = a[1]
+    copy = a.copy()
+    scaled = a * 2
+    with context(eager_size=0):  # a recorded copy: its kernel may hand back a's own buffer
+        lazy_copy = a + 0.0
+        tracer.evaluate(lazy_copy)
+    row[0] = 100.0
+    a[0, 0] = -1.0
+    assert numpy.asarray(a)[1, 0] == 100.0 and float(row[0]) == 100.0
+    assert float(row[1]) == 4.0 and numpy.asarray(a)[0, 0] == -1.0
+    for other in (copy, scaled, lazy_copy):
+        assert numpy.asarray(other)[1, 0] in (3.0, 6.0) and numpy.asarray(other)[0, 0] == 0.0
+
+
+def test_a_pending_graph_reads_the_value_before_a_write():
+    with context(eager_size=4):  # arrays of 6 are "large": their ops are recorded
+        a = np.array(numpy.arange(6.0))
+        pending = a * 10
+        assert pending._var.node.op != "input"
+        a[0] = 99.0  # written in place only after the pending graph is computed
+        assert numpy.asarray(pending)[0] == 0.0
+        assert numpy.asarray(a)[0] == 99.0
+
+
+def test_jit_traces_record_every_op():
+    f = tracer.jit(lambda x: np.sqrt(x) + x.sum())
+    for h in (numpy.arange(4.0), numpy.arange(4.0) + 5):
+        numpy.testing.assert_allclose(numpy.asarray(f(np.array(h))), numpy.sqrt(h) + h.sum())
+
+
+def test_quick_views_are_basic_views():
+    a = np.array(numpy.arange(24.0).reshape(2, 3, 4))
+    keys = [(1,), (slice(None), 1), (1, slice(1, 3)), (slice(None, None, -1),), (-1, -2),
+            (slice(5, 1, -1), 0), (0, slice(None), slice(None, None, 2)), (slice(-5, None, -1),),
+            (numpy.int64(1), slice(0, 0))]
+    for arr in (a, a.transpose((2, 0, 1)), a[:, ::2]):
+        for key in keys:
+            q, slow = quick_view(arr, key), basic_view(arr, key)
+            assert (q._view.steps, q._view.shape, q._view.strides) == \
+                (slow._view.steps, slow._view.shape, slow._view.strides), key
+    assert quick_view(a, (2,)) is None  # out of range: basic_view raises NumPy's IndexError
