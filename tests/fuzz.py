@@ -619,7 +619,8 @@ MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
                       eager_size=0),
          "gpu": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=False,
                      eager_size=0),
-         "eager": dict(small_graph=4096, compile_mode="sync", eager_size=4096)}
+         # a user's defaults (ir/config.py SMALL_GRAPH, EAGER_SIZE), whatever the environment
+         "eager": dict(small_graph=4096, compile_mode="sync", eager_size=65536)}
 ALL = ("compiled", "small", "tiered", "cuda", "eager")  # gpu needs a device: run it by name
 
 

@@ -13,12 +13,15 @@ Each entry point returns `NO` where it does not apply; the caller then records a
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
 from .array import ndarray
+from .view import View, c_strides, f_strides
 from .store import LOCK, Var, any_pending, apply_view_numpy, evaluate_vars, flush, own
 
 NO = object()
@@ -87,19 +90,25 @@ def operand(x):
 
 
 def wrap(r):
-    """NumPy's result as tracer returns it: an array realized and owning its buffer, a
-    scalar as it is, a tuple of either."""
+    """NumPy's result as tracer returns it: a realized array (whose first in-place write
+    copies it, see _owned), a scalar as it is, a tuple of either."""
     if type(r) is np.ndarray:
-        buf = Buffer(r)
-        var = Var(make("input", (), r.shape, r.dtype, (("buf", buf),)))
-        own(buf, var)
-        out = ndarray(var)
-        if not r.shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
+        shape = r.shape
+        var = Var(make("input", (), shape, r.dtype, (("buf", Buffer(r)),)))
+        out = _new(ndarray)  # ndarray(var), without its general layout probe
+        out._var, out._memo, out._hmemo = var, None, None
+        f_order = len(shape) > 1 and r.flags.f_contiguous and not r.flags.c_contiguous
+        out._view = View((), shape, f_strides(shape) if f_order else c_strides(shape))
+        var.owner = weakref.ref(out)
+        if not shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
             out._arr0 = True
         return out
     if isinstance(r, tuple):
         return tuple(wrap(x) for x in r)
     return r
+
+
+_new = object.__new__
 
 
 def ufunc(uf, args, kwargs=None):

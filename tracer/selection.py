@@ -105,9 +105,27 @@ def _clip_both(r, lo, hi):
         return apply_ufunc(np.minimum, (apply_ufunc(np.maximum, (r, lo), dtype=dt), hi),
                            dtype=dt)
     x, lo, hi = (ndarray._from_node(Operand(v).as_node(dt, "clip")) for v in (r, lo, hi))
-    keep_x = dt == np.float16 or lo.size == 1 and hi.size == 1
+    keep_x = dt == np.float16 or all(_constant_in_loop(b, (x, lo, hi)) for b in (lo, hi))
     m = _clip_side(x, lo, keep_x, np.less, np.less_equal)
     return _clip_side(m, hi, keep_x, np.greater, np.greater_equal)
+
+
+def _constant_in_loop(b, operands) -> bool:
+    """Whether NumPy's inner loop sees bound b with stride 0 (its loop for such bounds keeps x
+    on a tie). A 0-d bound has stride 0. Where the operands that are not 0-d share one shape,
+    the loop is one flat pass and b, of that shape, has a stride. Otherwise NumPy's iterator
+    drops axes of length 1 and loops over the last axis longer than 1: b has stride 0 if its
+    extent there is 1 (broadcast), or if there is no such axis."""
+    if b.ndim == 0:
+        return True
+    if len({o.shape for o in operands if o.ndim}) <= 1:
+        return False
+    out = broadcast_shapes([o.shape for o in operands])
+    inner = [k for k, d in enumerate(out) if d > 1]
+    if not inner:
+        return True
+    k = inner[-1] - (len(out) - b.ndim)
+    return k < 0 or b.shape[k] == 1
 
 
 def _clip_side(x, bound, keep_x: bool, beyond, beyond_or_tie):

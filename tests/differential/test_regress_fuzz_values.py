@@ -213,3 +213,18 @@ def test_nan_constants_keep_their_sign(mode):
     with numpy.errstate(all="ignore"), context(**mode):
         got = [numpy.asarray(x).tolist() for x in prog(np)]
     assert got == [numpy.asarray(x).tolist() for x in prog(numpy)]
+
+
+@modes("small", "compiled")
+def test_clip_ties_of_signed_zeros_follow_numpys_loop(mode):
+    """clip(-0.0, lo, 0.0) keeps x where NumPy's inner loop sees both bounds with stride 0,
+    else takes the bound: a one-element bound array of the flat loop's shape has a stride
+    (fuzzer seed 22301: clip(0-d -0.0, -7, int64 [0]) is [0.0])."""
+    cases = [((), (), (1,)), ((1,), (), (1,)), ((3,), (), (1,)), ((1,), (1,), (1,)),
+             ((1,), (), ()), ((), (1,), (1, 1)), ((1, 2), (1, 1), ()), ((3,), (), (2, 1))]
+    with context(**mode):
+        for xs, ls, hs in cases:
+            args = [numpy.full(xs, -0.0), numpy.full(ls, -7.0), numpy.full(hs, 0.0)]
+            want = numpy.clip(*args)
+            got = numpy.asarray(np.clip(*[np.array(a) for a in args]))
+            assert numpy.signbit(got).tolist() == numpy.signbit(want).tolist(), (xs, ls, hs)
