@@ -14,7 +14,7 @@ _EXPORTS = {  # public name -> the submodule that defines it
     "Buffer": ".node", "Node": ".node", "Slot": ".node", "make": ".node", "toposort": ".node",
     "users": ".node", "OPS": ".registry", "Kind": ".registry", "OpDef": ".registry",
     "Props": ".registry", "get": ".registry", "format_graph": ".printer",
-    "VerifyError": ".verify", "verify": ".verify", "run_graph": ".interp",
+    "VerifyError": ".verifier", "verify": ".verifier", "run_graph": ".interp",
 }
 __all__ = list(_EXPORTS)
 

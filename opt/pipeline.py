@@ -21,7 +21,7 @@ from typing import Callable
 
 from tracer.ir.node import Node
 from tracer.ir.printer import format_graph
-from tracer.ir.verify import verify
+from tracer.ir.verifier import verify
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS, Kind
 from .distance import euclidean_distance

@@ -16,10 +16,10 @@ __version__ = "0.1.0"
 _EXPORTS = {  # public name -> the module that defines it
     "CONFIG": "tracer.ir.config", "context": "tracer.ir.config", "stats": "tracer.ir.stats",
     "reset_stats": "tracer.ir.stats", "ndarray": "tracer.array", "evaluate": "tracer.array",
-    "explain": "tracer.explain", "Plan": "tracer.explain",
+    "explain": "tracer.explainer", "Plan": "tracer.explainer",
     "TracerFallbackWarning": "tracer.fallback", "coverage_report": "tracer.fallback",
     "numpy": "tracer",  # the submodule: an attribute of the package once imported
-    "jit": "tracer.jit", "memory_budget": "tracer.budget", "MemoryBudgetError": "tracer.budget",
+    "jit": "tracer.replay", "memory_budget": "tracer.budget", "MemoryBudgetError": "tracer.budget",
 }
 __all__ = ["__version__", *_EXPORTS]
 

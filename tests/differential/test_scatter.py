@@ -202,7 +202,7 @@ def test_one_index_scatters_and_gathers_become_slice_writes_and_slices():
 
 
 def test_scatter_expander_hand_built_graph():
-    from tracer.ir.verify import verify
+    from tracer.ir.verifier import verify
     from tracer.opt.scatter_expander import scatter_expander
     from tracer import graph as G
     x = G.leaf(numpy.zeros((3, 4), numpy.float32))

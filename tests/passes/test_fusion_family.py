@@ -240,7 +240,7 @@ def test_dependent_fusions_are_not_merged_into_a_cycle(rng):
 
 
 def test_structure_of_a_merged_graph():
-    from tracer.ir.verify import verify
+    from tracer.ir.verifier import verify
     from tracer.opt.fusion import fusion
     from tracer.opt.multi_output import multi_output_fusion
     from tracer import graph as G

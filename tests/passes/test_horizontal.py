@@ -8,7 +8,7 @@ import pytest
 import tracer
 import tracer.numpy as np
 from tracer.ir.config import context
-from tracer.ir.verify import verify
+from tracer.ir.verifier import verify
 from tracer.opt.fusion import fusion
 from tracer.opt.horizontal import SMALL, horizontal_fusion
 

@@ -93,7 +93,7 @@ def test_dead_intermediates_are_released_during_the_run():
 
 def test_buffer_assignment_marks_updates_and_switching_it_off_copies():
     from tracer.ir.config import context
-    from tracer.ir.verify import verify
+    from tracer.ir.verifier import verify
     from tracer.opt.buffer_assignment import buffer_assignment
     from tracer import graph as G
     x = G.leaf(numpy.ones((4, 3), numpy.float32))

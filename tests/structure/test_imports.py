@@ -309,6 +309,20 @@ def test_the_floors_package_inits_load_none_of_their_modules_at_load_time():
         "\n".join(_where(e) for e in g.edges if e.target in bad and e.source in seen))
 
 
+def test_no_lazy_name_is_also_a_submodule_name():
+    # importing a submodule sets the package's attribute of that name to the module, which
+    # would then hide a lazily exported function of the same name (tracer.jit, ir.verify)
+    for folder, package in FOLDERS.items():
+        init = ROOT / folder / "__init__.py"
+        tree = ast.parse(init.read_text())
+        names = {k.value for node in ast.walk(tree) if isinstance(node, ast.Dict)
+                 for k in node.keys if isinstance(k, ast.Constant)}
+        subs = {p.stem for p in (ROOT / folder).glob("*.py")} | \
+            {p.name for p in (ROOT / folder).iterdir() if (p / "__init__.py").exists()}
+        clash = sorted(names & subs - {"numpy"})  # tracer.numpy is exported as the module
+        assert not clash, f"{package}: exported names that are submodules too: {clash}"
+
+
 def test_function_level_imports_of_project_modules_say_why():
     bad = [e for e in build().edges if e.in_function and not e.has_reason and not e.implicit]
     assert not bad, ("function-level imports of project modules without a `# reason` on "
