@@ -11,7 +11,7 @@ import numpy as np
 from . import graph as G
 from .array import ndarray, stands_for_scalar
 from .recording import proxy, traced
-from .view import nocopy_reshape
+from .view import View, nocopy_reshape
 from .fallback import count_fallback, fallback_call
 from .gather import gather, scatter
 from .store import apply_view_numpy, to_numpy
@@ -91,44 +91,49 @@ def _is_scalar_key(a: ndarray, key: tuple) -> bool:
 
 def quick_view(a: ndarray, key) -> ndarray | None:
     """basic_view for the common key, integers and slices for the leading axes, at a fraction
-    of its cost (no recording, no NumPy check); None for any other key, or an integer out of
-    range (basic_view raises NumPy's IndexError)."""
+    of its cost (no recording, no NumPy check, one View built); None for any other key, or an
+    integer out of range (basic_view raises NumPy's IndexError)."""
     if type(key) is not tuple:
         key = (key,)
-    shape, strides = a._view.shape, a._view.strides
+    v = a._view
+    shape, strides = v.shape, v.strides
     if len(key) > len(shape):
         return None
-    slices, out_shape, sliced = [], [], False
-    for k, d in zip(key, shape):
+    slices, sl_shape, sl_strides, out_shape = [], [], [], []
+    sliced = dropped = False
+    for k, d, st in zip(key, shape, strides):
         if type(k) is slice:
             s = k.indices(d)
             n = len(range(*s))
             sliced = sliced or s != (0, d, 1)
-            slices.append(s)
             out_shape.append(n)
         elif type(k) is int or isinstance(k, np.integer) and not isinstance(k, np.bool_):
             i = int(k)
             if not -d <= i < d:
                 return None
             i = i + d if i < 0 else i
-            slices.append((i, i + 1, 1))
-            sliced = sliced or d != 1
+            s, n = (i, i + 1, 1), 1
+            sliced, dropped = sliced or d != 1, True
         else:
             return None
+        slices.append(s)
+        sl_shape.append(n)
+        sl_strides.append(st * s[2])
     rest = shape[len(key):]
-    out_shape += rest
-    if not sliced:
-        view = a
-    else:
-        slices += [(0, d, 1) for d in rest]
-        view = a._derive("slice", tuple(_canonical(s) for s in slices),
-                         tuple(len(range(*s)) for s in slices),
-                         tuple(st * s[2] for st, s in zip(strides, slices)))
-    out_shape = tuple(out_shape)
-    if view._view.shape != out_shape:
-        st = nocopy_reshape(view._view.shape, view._view.strides, out_shape)
-        view = view._derive("reshape", out_shape, out_shape, st)
-    return a._alias() if view is a else view
+    steps, cur_shape, cur_strides = v.steps, shape, strides
+    if sliced:
+        full = [_canonical(s) for s in slices] + [(0, d, 1) for d in rest]
+        cur_shape = tuple(sl_shape) + rest
+        cur_strides = tuple(sl_strides) + strides[len(key):]
+        steps = steps + (("slice", tuple(full)),)
+    if dropped:
+        out = tuple(out_shape) + rest
+        cur_strides = tuple(nocopy_reshape(cur_shape, cur_strides, out))
+        cur_shape = out
+        steps = steps + (("reshape", out),)
+    if steps is v.steps:
+        return a._alias()
+    return ndarray(a._var, View(steps, cur_shape, cur_strides, v.writeable))
 
 
 @traced
