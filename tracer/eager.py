@@ -93,6 +93,8 @@ def wrap(r):
     """NumPy's result as tracer returns it: a realized array (whose first in-place write
     copies it, see _owned), a scalar as it is, a tuple of either."""
     if type(r) is np.ndarray:
+        if r.dtype.kind not in "biufc":  # strings, objects, records: NumPy's, as tracer's are
+            return r
         shape = r.shape
         var = Var(make("input", (), shape, r.dtype, (("buf", Buffer(r)),)))
         out = _new(ndarray)  # ndarray(var), without its general layout probe
@@ -290,8 +292,8 @@ def _basic_key(key) -> bool:
 def set_element(a: ndarray, key, value) -> bool:
     """a[key] = value by NumPy into a's buffer (see _owned), for a basic key and a value
     NumPy may take now (see call); False where the write is recorded."""
-    if not enabled() or not _basic_key(key):
-        return False
+    if not enabled() or not _basic_key(key) or isinstance(value, (list, tuple)):
+        return False  # a sequence NumPy converts as it writes: recorded, nothing half-written
     seen: list = []
     v = _argument(value, seen)
     if v is NO:

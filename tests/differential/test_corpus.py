@@ -35,7 +35,7 @@ if __name__ == "__main__":  # the same setup as tests/conftest.py
 import numpy
 import pytest
 
-from tracer.ir.config import SMALL_GRAPH, context
+from tracer.ir.config import EAGER_SIZE, SMALL_GRAPH, context
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 MARKER = re.compile(r"^# %% (\S.*?)\s*$")
@@ -51,12 +51,9 @@ PYTHON_MESSAGES = re.compile(r"object has no attribute|unsupported operand type|
 # "file::name" -> why tracer's run differs today. Each entry is xfail(strict=True): a snippet
 # that starts passing must be taken out of here.
 KNOWN_FAILURES: dict[str, str] = {
-    "indexing_views::scalar_element_types":
-        "a[1] is a lazy 0-d array: type(x).__name__ is 'ndarray', not 'float64' (values, "
-        "printing and repr match)",
     "python_interop::isinstance_checks":
-        "0-d results are lazy arrays, not NumPy scalars: isinstance(a.mean(), float), "
-        "isinstance(a.mean(), np.floating), isinstance(a[0], np.integer) are False",
+        "type(a) is np.ndarray is False: a tracer array's type is tracer.ndarray (isinstance "
+        "holds; a.mean() and a[0] are NumPy's scalars now)",
     "errors::write_to_diagonal_view":
         "np.diagonal is a writable copy (README): NumPy's read-only view raises ValueError "
         "'assignment destination is read-only' on d[0] = 100",
@@ -136,9 +133,10 @@ def run_snippet(snippet: Snippet, use_tracer: bool) -> Outcome:
     glb = {"__name__": "__main__", "__builtins__": builtins}
     out = io.StringIO()
     exc = None
-    # tracer runs as a user's script would: small graphs by NumPy (the suite's default is to
-    # compile everything)
-    user = context(small_graph=SMALL_GRAPH) if use_tracer else contextlib.nullcontext()
+    # tracer runs as a user's script would: small ops and small graphs by NumPy (the suite's
+    # default is to record and compile everything)
+    user = context(small_graph=SMALL_GRAPH, eager_size=EAGER_SIZE) if use_tracer else \
+        contextlib.nullcontext()
     with user, warnings.catch_warnings(), numpy.printoptions(), numpy.errstate():
         warnings.simplefilter("ignore")  # warnings are not compared (TracerFallbackWarning too)
         with contextlib.redirect_stdout(out):
