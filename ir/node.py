@@ -145,6 +145,20 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     return node
 
 
+def host_leaf(value: np.ndarray) -> Node:
+    """make("input", ...) holding a new Buffer of NumPy array `value`, by the shortest path
+    (adaptive laziness wraps every small result in one)."""
+    so, si, ss, sd, sa, su = _SET or _setters()
+    node = _new(Node)
+    so(node, "input")
+    si(node, ())
+    ss(node, value.shape)
+    sd(node, value.dtype)
+    sa(node, (("buf", Buffer(value)),))
+    su(node, next(_ids))
+    return node
+
+
 def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:
     """Every node reachable from roots, inputs before users (iterative, no recursion limit).
     With `follow`, only inputs for which follow(input) is true are entered. A single root's

@@ -109,7 +109,10 @@ class ndarray:
 
     @property
     def T(self) -> "ndarray":
-        return self.transpose()
+        shape, st = self._view.shape, self._view.strides  # transpose(), without its checks
+        if len(shape) < 2:
+            return self._alias()
+        return self._derive("transpose", tuple(range(len(shape)))[::-1], shape[::-1], st[::-1])
 
     @property
     def mT(self) -> "ndarray":

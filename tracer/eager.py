@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from tracer.ir.node import Buffer, make
+from tracer.ir.node import Buffer, host_leaf, make
 from tracer.ir.config import CONFIG
 from . import budget
 from .array import ndarray
@@ -96,11 +96,19 @@ def wrap(r):
         if r.dtype.kind not in "biufc":  # strings, objects, records: NumPy's, as tracer's are
             return r
         shape = r.shape
-        var = Var(make("input", (), shape, r.dtype, (("buf", Buffer(r)),)))
-        out = _new(ndarray)  # ndarray(var), without its general layout probe
+        var = _new(Var)  # Var(leaf) and ndarray(var), without their general checks: the
+        var.node, var.version = host_leaf(r), 0  # buffer is new, its layout NumPy's
+        out = _new(ndarray)
         out._var, out._memo, out._hmemo = var, None, None
-        f_order = len(shape) > 1 and r.flags.f_contiguous and not r.flags.c_contiguous
-        out._view = View((), shape, f_strides(shape) if f_order else c_strides(shape))
+        if len(shape) > 1 and r.flags.f_contiguous and not r.flags.c_contiguous:
+            strides = f_strides(shape)
+        else:
+            strides = _C_STRIDES.get(shape)
+            if strides is None:
+                strides = _C_STRIDES[shape] = c_strides(shape)
+                if len(_C_STRIDES) > 4096:
+                    _C_STRIDES.clear()
+        out._view = View((), shape, strides)
         var.owner = weakref.ref(out)
         if not shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
             out._arr0 = True
@@ -111,6 +119,7 @@ def wrap(r):
 
 
 _new = object.__new__
+_C_STRIDES: dict[tuple, tuple] = {}  # shape -> C-order element strides (shapes repeat in loops)
 
 
 def ufunc(uf, args, kwargs=None):
