@@ -79,7 +79,7 @@ def _realized(a: ndarray) -> np.ndarray | None:
 def operand(x):
     """x as a NumPy ufunc takes it, or NO: a lazy array that is pending, large or on a device,
     an array too large, or something tracer converts in its own way."""
-    if isinstance(x, ndarray):
+    if type(x) is ndarray:
         h = host(x)
         return NO if h is None or h.size > CONFIG.eager_size else h
     if isinstance(x, (int, float, complex, np.generic)):
@@ -120,6 +120,20 @@ def wrap(r):
 
 _new = object.__new__
 _C_STRIDES: dict[tuple, tuple] = {}  # shape -> C-order element strides (shapes repeat in loops)
+
+
+def binary(uf, x, y):
+    """uf(x, y) by NumPy when both operands are realized and small (ufunc(), for the
+    operators' two operands without keywords); NO otherwise."""
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+        return NO
+    hx = operand(x)
+    if hx is NO:
+        return NO
+    hy = operand(y)
+    if hy is NO:
+        return NO
+    return wrap(uf(hx, hy))
 
 
 def ufunc(uf, args, kwargs=None):

@@ -25,10 +25,10 @@ from .write import assign_full
 
 def _binary(uf, dunder, reflected=False):
     def op(self, other):
-        args = (other, self) if reflected else (self, other)
-        r = eager.ufunc(uf, args)
+        r = eager.binary(uf, other, self) if reflected else eager.binary(uf, self, other)
         if r is not eager.NO:
             return r
+        args = (other, self) if reflected else (self, other)
         if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
             return numpy_operator(self, dunder, other)  # strings, objects, Decimal, ...
         return apply_ufunc(uf, args)
@@ -76,12 +76,12 @@ def _divmod(self, other):
 
 
 def _matmul(self, other):
-    r = eager.ufunc(np.matmul, (self, other))
+    r = eager.binary(np.matmul, self, other)
     return matmul(self, other) if r is eager.NO else r
 
 
 def _rmatmul(self, other):
-    r = eager.ufunc(np.matmul, (other, self))
+    r = eager.binary(np.matmul, other, self)
     return matmul(other, self) if r is eager.NO else r
 
 
