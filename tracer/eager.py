@@ -177,14 +177,12 @@ def call(fn, args, kwargs):
 
 
 def _argument(x, seen: list):
-    """An argument for NumPy: a lazy array as a read-only view of its buffer (noted in
-    `seen`), a list or tuple looked into, NO for a value that cannot go to NumPy now."""
-    if isinstance(x, ndarray):
+    """An argument for NumPy: a lazy array as its realized values (noted in `seen`), a list
+    or tuple looked into, NO for a value that cannot go to NumPy now."""
+    if type(x) is ndarray:  # (call's functions write into none of their arguments)
         h = host(x)
         if h is None or h.size > CONFIG.eager_size:
             return NO
-        h = h.view()
-        h.flags.writeable = False
         seen.append(h)
         return h
     if type(x) is np.ndarray and x.size > CONFIG.eager_size:
