@@ -316,12 +316,26 @@ def _basic_key(key) -> bool:
     return True
 
 
+def get_items(a: ndarray, key):
+    """a[key] for a key with integer or boolean arrays (a copy in NumPy): NumPy's result
+    where a and the key's arrays are realized and small; NO otherwise."""
+    return call(_getitem, (a, key), {})
+
+
+def _getitem(x, key):
+    return x[key]
+
+
 def set_element(a: ndarray, key, value) -> bool:
-    """a[key] = value by NumPy into a's buffer (see _owned), for a basic key and a value
-    NumPy may take now (see call); False where the write is recorded."""
-    if not enabled() or not _basic_key(key) or isinstance(value, (list, tuple)):
+    """a[key] = value by NumPy into a's buffer (see _owned), for a key and a value NumPy may
+    take now (see call); False where the write is recorded."""
+    if not enabled() or isinstance(value, (list, tuple)):
         return False  # a sequence NumPy converts as it writes: recorded, nothing half-written
     seen: list = []
+    if not _basic_key(key):  # integer or boolean arrays: NumPy checks them before writing
+        key = _argument(key, seen)
+        if key is NO:
+            return False
     v = _argument(value, seen)
     if v is NO:
         return False

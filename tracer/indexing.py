@@ -78,8 +78,9 @@ _ADVANCED = (int, np.integer, slice, type(None), type(Ellipsis), bool, np.bool_,
 
 
 def _check_key(a: ndarray, key: tuple) -> None:
-    """A key NumPy rejects whatever the values (a float, a string) raises now, while tracing."""
-    if not all(isinstance(k, _ADVANCED) for k in key):
+    """A key NumPy rejects whatever the values (a float, a string, a list of floats: NumPy's
+    message for a list is not its message for an array) raises now, while tracing."""
+    if not all(isinstance(k, _ADVANCED) and type(k) is not list for k in key):
         proxy(a.shape)[key]
 
 

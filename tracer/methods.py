@@ -63,6 +63,9 @@ def _getitem(self, key):
         v = quick_view(self, key)
         if v is not None:
             return v
+        r = eager.get_items(self, key)  # a view NumPy would make comes back NO: recorded
+        if r is not eager.NO:
+            return r
     return getitem(self, key)
 
 

@@ -63,6 +63,22 @@ def test_element_reads_writes_and_iteration_match_numpy():
         b += 1.5
 
 
+def test_integer_and_mask_indexing_match_numpy():
+    h = numpy.arange(12.0).reshape(3, 4)
+    a, ref = np.array(h), h.copy()
+    for m in (a, ref):
+        m[[0, 2], 1] = -1
+        m[m > 8] = 0
+        m[m < 0] = m[:2, 0]
+    numpy.testing.assert_array_equal(numpy.asarray(a), ref)
+    assert numpy.asarray(a[[2, 0]]).tolist() == ref[[2, 0]].tolist()
+    assert numpy.asarray(a[:, [True, False, True, False]]).tolist() == \
+        ref[:, [True, False, True, False]].tolist()
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 3"):
+        a[[0, 7]] = 1
+    numpy.testing.assert_array_equal(numpy.asarray(a), ref)  # nothing written
+
+
 def test_a_write_reaches_every_view_and_nothing_else():
     h = numpy.arange(6.0).reshape(2, 3)
     a = np.array(h)

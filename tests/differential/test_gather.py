@@ -97,6 +97,8 @@ def test_constant_out_of_bounds_raises_at_the_users_line():
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[numpy.array([True, False, True])]
     with pytest.raises(IndexError, match="arrays used as indices must be of integer"):
+        x[numpy.array([0.5])]
+    with pytest.raises(IndexError, match="only integers, slices"):  # a list: NumPy's other words
         x[[0.5]]
     with pytest.raises(IndexError, match="too many indices"):
         x[0, 0, 0, 0, [0]]
