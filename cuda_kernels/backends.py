@@ -6,16 +6,26 @@ import functools
 
 from tracer.ir.node import Buffer
 from .base import Backend
-from .cpu.backend import CpuBackend
-from .cuda.backend import CudaBackend
 
-_CLASSES: dict[str, type[Backend]] = {"cpu": CpuBackend, "cuda": CudaBackend}
 _BACKENDS: dict[str, Backend] = {}
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class of backend `name`, imported at first use: numba loads with the first kernel a
+    program needs, not with `import tracer.numpy` (a script whose ops all run eagerly never
+    loads it)."""
+    if name == "cpu":
+        from .cpu.backend import CpuBackend  # lazy: it imports numba
+        return CpuBackend
+    if name == "cuda":
+        from .cuda.backend import CudaBackend  # lazy: it imports numba (numba.cuda on use)
+        return CudaBackend
+    raise KeyError(name)
 
 
 def get(name: str) -> Backend:
     if name not in _BACKENDS:
-        _BACKENDS[name] = _CLASSES[name]()  # (the cuda backend loads numba.cuda here)
+        _BACKENDS[name] = backend_class(name)()
     return _BACKENDS[name]
 
 

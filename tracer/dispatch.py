@@ -113,9 +113,8 @@ class ufunc:
 
 
 UFUNCS = {}
-for _name in dir(_np):
-    _obj = getattr(_np, _name)
-    if isinstance(_obj, _np.ufunc):
+for _name, _obj in list(vars(_np).items()):  # not dir()+getattr: that imports numpy's lazy
+    if isinstance(_obj, _np.ufunc):            # submodules (f2py, ma, testing, ...)
         UFUNCS[_name] = ufunc(_obj)
 
 LAZY = dict(UFUNCS)

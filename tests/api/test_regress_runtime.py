@@ -23,7 +23,7 @@ def mode(request, monkeypatch):
     """Each execution mode; "tiered" stands for a cold kernel cache: every fused group runs on
     the tiled NumPy tier, as while its kernel compiles."""
     if request.param == "tiered":
-        monkeypatch.setattr(backends.CpuBackend, "ready", lambda be, k: False)
+        monkeypatch.setattr(backends.backend_class("cpu"), "ready", lambda be, k: False)
     small = 4096 if request.param == "small" else 0
     compile_mode = "tiered" if request.param == "tiered" else "sync"
     with context(small_graph=small, compile_mode=compile_mode):

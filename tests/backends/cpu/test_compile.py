@@ -76,7 +76,7 @@ def test_predicted_argument_types_are_the_launched_ones(k, monkeypatch):
     """What compile workers and disk loads are given is what launches: no kernel compiles at
     launch for a type prediction that missed."""
     predicted, launched = set(), []
-    sig_of, launch_of = backends.CpuBackend.signature, backends.CpuBackend.launch
+    sig_of, launch_of = backends.backend_class("cpu").signature, backends.backend_class("cpu").launch
 
     def signature(self, n, kernel, consts):
         s = sig_of(self, n, kernel, consts)
@@ -89,8 +89,8 @@ def test_predicted_argument_types_are_the_launched_ones(k, monkeypatch):
         launched.append((kernel.name, tuple(fn.typeof_pyval(a) for a in args)))
         return launch_of(self, kernel, body, outs, params, consts)
 
-    monkeypatch.setattr(backends.CpuBackend, "signature", signature)
-    monkeypatch.setattr(backends.CpuBackend, "launch", launch)
+    monkeypatch.setattr(backends.backend_class("cpu"), "signature", signature)
+    monkeypatch.setattr(backends.backend_class("cpu"), "launch", launch)
     monkeypatch.setattr(compiler, "_MEM", {})
     h = numpy.linspace(-2, 2, 30)
     m = numpy.arange(70.0).reshape(7, 10) / 10
@@ -116,7 +116,7 @@ def test_tiered_path_matches_the_kernels(monkeypatch):
     compiled_exact = numpy.asarray(exact(np, *map(np.asarray, h)))
     compiled_close = [numpy.asarray(v) for v in close(np, *map(np.asarray, h))]
     runs = tracer.stats().tiered_runs
-    monkeypatch.setattr(backends.CpuBackend, "ready", lambda be, k: False)
+    monkeypatch.setattr(backends.backend_class("cpu"), "ready", lambda be, k: False)
     tiered_exact = numpy.asarray(exact(np, *map(np.asarray, h)))
     tiered_close = [numpy.asarray(v) for v in close(np, *map(np.asarray, h))]
     assert tracer.stats().tiered_runs > runs
@@ -135,7 +135,7 @@ def test_tiered_path_keeps_mixed_dtypes_and_wraparound(monkeypatch):
     i32 = rng.integers(-1000, 1000, 2 * TILE + 3).astype(numpy.int32)
     f64 = rng.standard_normal(2 * TILE + 3)
     prog = lambda m, a, b, c: (a * 100 + 7, b * c - 2, m.where(b > 0, c, b // 3))  # noqa: E731
-    monkeypatch.setattr(backends.CpuBackend, "ready", lambda be, k: False)
+    monkeypatch.setattr(backends.backend_class("cpu"), "ready", lambda be, k: False)
     runs = tracer.stats().tiered_runs
     got = [numpy.asarray(v) for v in prog(np, *map(np.asarray, (i8, i32, f64)))]
     assert tracer.stats().tiered_runs > runs
