@@ -44,9 +44,15 @@ def _plan(order: list[Node], roots: list[Node]) -> list[tuple[list[Node], Node, 
     group: dict[int, list[Node]] = {}  # merged vertex -> its fusions, in output order
     bodies: dict[int, tuple[Node, tuple, str, int]] = {}  # ... -> (body, inputs, kind, size)
 
+    sizes: dict[int, int] = {}  # unmerged fusion -> its body's compute size
+
     def size(v: int, f: Node) -> int:
         got = bodies.get(v)
-        return got[3] if got is not None else compute_size(toposort([f.attr("body")]))
+        if got is not None:
+            return got[3]
+        if id(f) not in sizes:
+            sizes[id(f)] = compute_size(toposort([f.attr("body")]))
+        return sizes[id(f)]
 
     def attempt(a: Node, b: Node, producer: bool) -> bool | None:
         """Merge a's group and b's (a, not merged yet, into its reader b's where `producer`):
