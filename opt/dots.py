@@ -169,6 +169,8 @@ class _Chains:
 def _batch_sizes(fs: list[Factor]) -> list[list[int]]:
     """bs[i][j]: the number of batch elements of the product of factors i..j."""
     n = len(fs)
+    if not any(f.batch for f in fs):  # plain matrices (a loop's chain, usually)
+        return [[1] * n for _ in range(n)]
     bs = [[0] * n for _ in range(n)]
     for i in range(n):
         shape = ()
@@ -179,23 +181,28 @@ def _batch_sizes(fs: list[Factor]) -> list[list[int]]:
 
 
 def best_order(fs: list[Factor]) -> tuple[tuple[int, int], dict]:
-    """(flops, bytes-free memory of the intermediates) of the best order, and its splits."""
+    """(flops, bytes-free memory of the intermediates) of the best order, and its splits.
+    O(k^3) for k factors: the classic dynamic program, the first best split kept."""
     n = len(fs)
     p = [f.rows for f in fs] + [fs[-1].cols]
     bs = _batch_sizes(fs)
-    cost = {(i, i): (0, 0) for i in range(n)}
+    flops = [[0] * n for _ in range(n)]
+    mem = [[0] * n for _ in range(n)]
     split = {}
     for length in range(2, n + 1):
         for i in range(n - length + 1):
             j = i + length - 1
-            size = bs[i][j] * p[i] * p[j + 1]
+            b, pi, pj = bs[i][j], p[i], p[j + 1]
+            size = b * pi * pj
+            fi, mi = flops[i], mem[i]
+            best, at = None, i
             for s in range(i, j):
-                (fl, ml), (fr, mr) = cost[i, s], cost[s + 1, j]
-                c = (fl + fr + bs[i][j] * p[i] * p[s + 1] * p[j + 1], ml + mr + size)
-                if (i, j) not in cost or c < cost[i, j]:
-                    cost[i, j], split[i, j] = c, s
-    fl, mem = cost[0, n - 1]
-    return (fl, mem - bs[0][n - 1] * p[0] * p[n]), split
+                c = (fi[s] + flops[s + 1][j] + b * pi * p[s + 1] * pj, mi[s] + mem[s + 1][j] + size)
+                if best is None or c < best:
+                    best, at = c, s
+            fi[j], mi[j] = best
+            split[i, j] = at
+    return (flops[0][n - 1], mem[0][n - 1] - bs[0][n - 1] * p[0] * p[n]), split
 
 
 def _emit(fs: list[Factor], split: dict, i: int, j: int, new: dict) -> Node:
