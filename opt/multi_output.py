@@ -95,19 +95,22 @@ def _plan(order: list[Node], roots: list[Node]) -> list[tuple[list[Node], Node, 
             continue
         recent: dict[int, Node] = {}  # groups of the earlier readers (vertex -> a member)
         for b in readers:
-            tries = 0
-            for va in reversed(list(recent)):
-                if va not in g.num or va == g.vertex(b):
+            vb, tries, stale = g.vertex(b), 0, []
+            for va in reversed(recent):  # (left at once after a change)
+                if va not in g.num:  # merged into another group since
+                    stale.append(va)
+                    continue
+                if va == vb:
                     continue
                 tries += 1
                 got = attempt(recent[va], b, False)
                 if got:
-                    del recent[va]
+                    stale.append(va)
+                if got or got is None or tries >= SIBLING_TRIES:
                     break
-                if got is None or tries >= SIBLING_TRIES:
-                    break
-            recent.pop(g.vertex(b), None)
-            recent[g.vertex(b)] = b
+            for v in (*stale, vb):
+                recent.pop(v, None)
+            recent[g.vertex(b)] = b  # the newest
     return [(group[v], body, ext, kind) for v, (body, ext, kind, _s) in bodies.items()]
 
 
