@@ -1,7 +1,10 @@
 """Fusions combined into one: bodies over a shared list of params, with the bodies of fusions
 that other members read computed in place of those params, and a graph rebuilt with groups of
 fusions contracted into multi-output fusions. Shared by the fusion merger, multi-output fusion
-and horizontal fusion.
+and horizontal fusion, with what they ask of the graph with groups contracted: whether a merge
+keeps it acyclic (`Contraction`, a bounded search instead of every node's ancestor set), which
+groups to drop when contracting them all makes a cycle (`acyclic_groups`) and its order
+(`contracted_order`). All linear in the graph, or bounded per question.
 """
 from __future__ import annotations
 
@@ -51,16 +54,129 @@ def _substitute(parts: list[tuple[Node, tuple[Node, ...]]], inline: dict[int, No
     return bodies, tuple(ext)
 
 
-def _ancestors(order: list[Node]) -> dict[int, int]:
-    """Bit set (over positions in order) of everything each node depends on."""
-    pos = {id(n): k for k, n in enumerate(order)}
-    anc: dict[int, int] = {}
+# Edges a merge check may scan (forward from the first vertex, then back from the second):
+# past it the merge is refused as if the two were dependent. It bounds each check, so a pass
+# that checks O(n) merges stays linear; the pairs it refuses are far apart in a graph with much
+# depending on the first between them.
+SEARCH_BUDGET = 512
+
+
+def depths(order: list[Node]) -> dict[int, int]:
+    """Each node's depth: the longest path to it from a leaf (leaves 0). O(n + edges)."""
+    depth: dict[int, int] = {}
     for n in order:
-        a = 0
-        for i in n.inputs:
-            a |= anc[id(i)] | (1 << pos[id(i)])
-        anc[id(n)] = a
-    return anc
+        depth[id(n)] = 1 + max([depth[id(i)] for i in n.inputs], default=-1)
+    return depth
+
+
+class Contraction:
+    """A graph whose vertices are groups of its nodes (at first every node alone), merged a
+    pair at a time while it stays acyclic: the question each fusion pass that groups kernels
+    asks ("may these two run as one?"), answered without the ancestor sets of every node.
+
+    Every vertex carries a number, each edge going from a smaller to a larger one (a
+    topological numbering: initially by depth, then position in `order`). A path between two
+    vertices runs through vertices numbered between them, so `check(x, y)` searches only
+    there: forward from the smaller (lo) for the larger (hi), and, when lo reaches anything
+    there, back from hi. Merging then renumbers those vertices alone (Pearce and Kelly's
+    dynamic topological order, for a contraction instead of an edge): hi's ancestors found
+    first, then the merged vertex, then lo's descendants found, on the numbers they held.
+    Vertices of one depth have no path between them and none numbered between them that
+    depends on the first, so merging them costs their edges only. A check scans at most
+    `budget` edges and refuses the merge past it. O(n + edges) to build; a check or merge is
+    O(b log b) for the b <= budget edges it scans; merging renames the smaller group's
+    members, O(n log n) over all merges."""
+
+    def __init__(self, order: list[Node], use: dict[int, list[Node]],
+                 budget: int = SEARCH_BUDGET):
+        self.depth = depths(order)
+        self.use = use
+        self.budget = budget
+        self.node = {id(n): n for n in order}
+        ranked = sorted(order, key=lambda n: self.depth[id(n)])  # stable: order within a depth
+        self.num = {id(n): k for k, n in enumerate(ranked)}  # vertex -> its number
+        self.rep: dict[int, int] = {}  # node -> its vertex, for nodes of merged vertices
+        self.members: dict[int, list[Node]] = {}  # merged vertex -> its nodes
+
+    def vertex(self, n: Node) -> int:
+        """n's vertex (the id of the node that names it)."""
+        return self.rep.get(id(n), id(n))
+
+    def _nodes(self, v: int) -> list[Node]:
+        got = self.members.get(v)
+        return got if got is not None else [self.node[v]]
+
+    def check(self, x: int, y: int, adjacent: bool = False):
+        """Whether vertices x and y can merge: no path between them (with `adjacent`, none but
+        edges from the smaller numbered one straight into the other: a producer and its
+        consumer). Returns the plan for `merge`, or None (a path, or the budget spent)."""
+        if x == y:
+            return None
+        num, use, vertex = self.num, self.use, self.vertex
+        lo, hi = (x, y) if num[x] < num[y] else (y, x)
+        top, work = num[hi], 0
+        fwd, stack = {lo}, [lo]
+        while stack:
+            v = stack.pop()
+            for m in self._nodes(v):
+                for u in use[id(m)]:
+                    w = vertex(u)
+                    if w == hi:
+                        if adjacent and v == lo:
+                            continue
+                        return None
+                    if w not in fwd and num[w] < top:
+                        fwd.add(w)
+                        stack.append(w)
+                work += len(use[id(m)])
+            if work > self.budget:
+                return None
+        if len(fwd) == 1:  # nothing of lo's numbered below hi: the merged vertex takes hi's
+            return lo, hi, fwd, None
+        bottom = num[lo]
+        bwd, stack = {hi}, [hi]
+        while stack:
+            v = stack.pop()
+            for m in self._nodes(v):
+                for i in m.inputs:
+                    w = vertex(i)
+                    if w not in bwd and w != lo and num[w] > bottom:
+                        bwd.add(w)
+                        stack.append(w)
+                work += len(m.inputs)
+            if work > self.budget:
+                return None
+        return lo, hi, fwd, bwd
+
+    def merge(self, plan) -> int:
+        """Merge the two vertices of a plan from `check` (nothing merged since); returns the
+        merged vertex."""
+        lo, hi, fwd, bwd = plan
+        num = self.num
+        if bwd is None:
+            slot = num[hi]
+        elif len(bwd) == 1:
+            slot = num[lo]
+        else:  # hi's ancestors found, the merged vertex, lo's descendants found
+            pool = sorted(num[v] for v in (*fwd, *bwd))
+            moved = sorted(bwd - {hi}, key=num.__getitem__)
+            after = sorted(fwd - {lo}, key=num.__getitem__)
+            for v, k in zip(moved, pool):
+                num[v] = k
+            slot = pool[len(moved)]
+            for v, k in zip(after, pool[len(moved) + 1:]):
+                num[v] = k
+        a, b = self._nodes(lo), self._nodes(hi)
+        keep, gone = (lo, hi) if len(a) >= len(b) else (hi, lo)
+        moved_nodes = b if keep == lo else a
+        for m in moved_nodes:
+            self.rep[id(m)] = keep
+        self.members[keep] = a + b
+        self.members.pop(gone, None)
+        self.rep.setdefault(keep, keep)
+        del num[gone]
+        num[keep] = slot
+        return keep
 
 
 def contracted_order(order: list[Node], groups: list[list[Node]]) -> list | None:
@@ -90,6 +206,62 @@ def contracted_order(order: list[Node], groups: list[list[Node]]) -> list | None
             if indeg[w] == 0:
                 ready.append(vert[w])
     return out if len(out) == len(verts) else None
+
+
+def acyclic_groups(order: list[Node], groups: list[list[Node]]) -> list[list[Node]]:
+    """Of groups of mutually independent nodes whose contraction makes a cycle (through two
+    groups or more), the ones to contract: each group on no cycle, and the first of each
+    strongly connected component of the contracted graph (Tarjan's algorithm). These make no
+    cycle: one would pass through two of them in one component. O(n + edges)."""
+    gid = {id(m): k for k, g in enumerate(groups) for m in g}
+    key = {id(n): -1 - gid[id(n)] if id(n) in gid else id(n) for n in order}  # group k: -1-k
+    succ: dict[int, set[int]] = {}
+    for n in order:
+        kn = key[id(n)]
+        succ.setdefault(kn, set())
+        for i in n.inputs:
+            ki = key[id(i)]
+            if ki != kn:
+                succ.setdefault(ki, set()).add(kn)
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    comp: dict[int, int] = {}  # vertex -> its component
+    size: list[int] = []  # per component: its vertices
+    stack: list[int] = []
+    for root in succ:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        work = [(root, iter(succ[root]))]
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(succ[w])))
+                    break
+                if w not in comp:  # on the stack
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+                if low[v] == index[v]:
+                    c = len(size)
+                    size.append(0)
+                    while True:
+                        w = stack.pop()
+                        comp[w] = c
+                        size[c] += 1
+                        if w == v:
+                            break
+    first: dict[int, int] = {}  # component -> its first group
+    for k in range(len(groups)):
+        first.setdefault(comp[-1 - k], k)
+    return [g for k, g in enumerate(groups) if size[comp[-1 - k]] == 1 or first[comp[-1 - k]] == k]
 
 
 def contract(roots: list[Node], groups: list[list[Node]], verts: list,

@@ -22,7 +22,8 @@ import numpy as np
 from tracer.ir.node import Node, make, users
 from tracer.ir.catalogue import matrix_shape
 from tracer.ir.registry import OPS
-from .rewrite import order_of, rebuild, with_inputs
+from .combine import Contraction, contracted_order
+from .rewrite import order_of, with_inputs
 
 
 # ---------------------------------------------------------------- builders
@@ -168,6 +169,8 @@ class _Chains:
 def _batch_sizes(fs: list[Factor]) -> list[list[int]]:
     """bs[i][j]: the number of batch elements of the product of factors i..j."""
     n = len(fs)
+    if not any(f.batch for f in fs):  # plain matrices (a loop's chain, usually)
+        return [[1] * n for _ in range(n)]
     bs = [[0] * n for _ in range(n)]
     for i in range(n):
         shape = ()
@@ -178,23 +181,28 @@ def _batch_sizes(fs: list[Factor]) -> list[list[int]]:
 
 
 def best_order(fs: list[Factor]) -> tuple[tuple[int, int], dict]:
-    """(flops, bytes-free memory of the intermediates) of the best order, and its splits."""
+    """(flops, bytes-free memory of the intermediates) of the best order, and its splits.
+    O(k^3) for k factors: the classic dynamic program, the first best split kept."""
     n = len(fs)
     p = [f.rows for f in fs] + [fs[-1].cols]
     bs = _batch_sizes(fs)
-    cost = {(i, i): (0, 0) for i in range(n)}
+    flops = [[0] * n for _ in range(n)]
+    mem = [[0] * n for _ in range(n)]
     split = {}
     for length in range(2, n + 1):
         for i in range(n - length + 1):
             j = i + length - 1
-            size = bs[i][j] * p[i] * p[j + 1]
+            b, pi, pj = bs[i][j], p[i], p[j + 1]
+            size = b * pi * pj
+            fi, mi = flops[i], mem[i]
+            best, at = None, i
             for s in range(i, j):
-                (fl, ml), (fr, mr) = cost[i, s], cost[s + 1, j]
-                c = (fl + fr + bs[i][j] * p[i] * p[s + 1] * p[j + 1], ml + mr + size)
-                if (i, j) not in cost or c < cost[i, j]:
-                    cost[i, j], split[i, j] = c, s
-    fl, mem = cost[0, n - 1]
-    return (fl, mem - bs[0][n - 1] * p[0] * p[n]), split
+                c = (fi[s] + flops[s + 1][j] + b * pi * p[s + 1] * pj, mi[s] + mem[s + 1][j] + size)
+                if best is None or c < best:
+                    best, at = c, s
+            fi[j], mi[j] = best
+            split[i, j] = at
+    return (flops[0][n - 1], mem[0][n - 1] - bs[0][n - 1] * p[0] * p[n]), split
 
 
 def _emit(fs: list[Factor], split: dict, i: int, j: int, new: dict) -> Node:
@@ -346,44 +354,100 @@ def _cat_axis(d: Node, side: int) -> int:
     return (1 if t else 2) if side == 0 else (2 if t else 1)
 
 
+# Groups of its key (newest first) a dot tries to join before it starts one of its own.
+DOT_MERGE_TRIES = 4
+DOT_MERGE_ROUNDS = 4  # a round merges what the last one made
+
+
 def _merge_groups(order: list[Node]) -> list[tuple[int, list[Node]]]:
+    """Groups (side, dots in order) of dots sharing operand `side`, each joining the newest
+    group of its key that it can (trying at most DOT_MERGE_TRIES, and none past one it
+    depends on) or starting one, so a loop that reads one weight in two independent dots a
+    step merges the two of every step.
+    A dot that reads the newest member of a group (known for the DOT_WINDOW dots before it)
+    does not try it; else a `Contraction` of the graph keeps the graph with the groups
+    contracted acyclic, by a search bounded by SEARCH_BUDGET edges per check (dots of one
+    depth: their own edges). O(n + e) plus O(DOT_MERGE_TRIES) checks per dot and key."""
     dots = [n for n in order if _canonical(n)]
-    bit = {id(d): 1 << k for k, d in enumerate(dots)}
-    anc: dict[int, int] = {}  # the dots each node depends on, as bits
-    for n in order:
-        m = 0
-        for i in n.inputs:
-            m |= anc[id(i)] | bit.get(id(i), 0)
-        anc[id(n)] = m
+    if len(dots) < 2:
+        return []
     by_key: dict[tuple, list[Node]] = {}
     for d in dots:
         for side in (0, 1):
             by_key.setdefault(_merge_key(d, side), []).append(d)
-    # Groups of one round are independent of each other too, so each is built from the
-    # original nodes.
-    taken, tdeps, groups = 0, 0, []
+    if all(len(c) < 2 for c in by_key.values()):
+        return []
+    g = None  # made at the first check
+    recent = _recent_dots(order, dots)
+    taken: set[int] = set()  # dots in a group of two or more
+    out: list[tuple[int, list[Node]]] = []
     for (side, *_), cands in by_key.items():
-        group, gbits, gdeps, copied = [], 0, 0, 0
+        if len(cands) < 2:
+            continue
+        groups: list[list] = []  # [members, vertex, bytes copied]
         for d in cands:
-            b, nb = bit[id(d)], d.inputs[1 - side].nbytes
-            if (anc[id(d)] | b) & (taken | gbits) or (gdeps | tdeps) & b or \
-                    copied + nb > DOT_MERGE_MAX_BYTES:
+            if id(d) in taken:
                 continue
-            group.append(d)
-            gbits, gdeps, copied = gbits | b, gdeps | anc[id(d)], copied + nb
-        if len(group) > 1:
-            groups.append((side, group))
-            taken, tdeps = taken | gbits, tdeps | gdeps
-    return groups
+            nb = d.inputs[1 - side].nbytes
+            for grp in groups[:-DOT_MERGE_TRIES - 1:-1]:
+                members, v, copied = grp
+                if copied + nb > DOT_MERGE_MAX_BYTES:
+                    continue
+                if recent(d, members[-1]):
+                    plan = None
+                else:
+                    g = g or Contraction(order, users(order))
+                    plan = g.check(v, id(d))
+                if plan is None:  # a path (older groups: likely too) or too far to tell
+                    groups.append([[d], id(d), nb])
+                    break
+                grp[1:] = [g.merge(plan), copied + nb]
+                members.append(d)
+                taken.update((id(members[0]), id(d)))
+                break
+            else:
+                groups.append([[d], id(d), nb])
+        out += [(side, members) for members, *_ in groups if len(members) > 1]
+    return out
 
 
-def _merged(side: int, group: list[Node]) -> list[Node]:
-    """One dot for the group; a slice of its result for each member."""
+DOT_WINDOW = 64  # the newest dots whose dependents _recent_dots knows
+
+
+def _recent_dots(order: list[Node], dots: list[Node]):
+    """depends(d, e): whether dot d reads dot e in the graph, known (from the bit set of the
+    DOT_WINDOW dots before it each node depends on) where e is one of those, else False: a
+    test before the Contraction's search, which a loop's chain of dots would otherwise make
+    for every step. O(e) for e edges (a bit set is a word or two)."""
+    index = {id(d): k for k, d in enumerate(dots)}
+    deps: dict[int, tuple[int, int]] = {}  # node -> (base, bits k - base of the dots k)
+    seen = 0  # dots so far
+    for n in order:
+        base = max(0, seen - DOT_WINDOW)
+        m = 0
+        for i in n.inputs:
+            b, bits = deps[id(i)]
+            k = index.get(id(i), -1)
+            m |= bits >> base - b | (1 << k - base if k >= base else 0)
+        deps[id(n)] = (base, m)
+        seen += id(n) in index
+
+    def depends(d: Node, e: Node) -> bool:
+        base, bits = deps[id(d)]
+        k = index[id(e)] - base
+        return k >= 0 and bool(bits >> k & 1)
+    return depends
+
+
+def _merged(side: int, group: list[Node], new: dict[int, Node]) -> list[Node]:
+    """One dot for the group, on the operands' replacements; a slice of its result for each
+    member."""
     d0 = group[0]
     ta, tb = d0.attr("ta", False), d0.attr("tb", False)
-    cat = build("concatenate", tuple(g.inputs[1 - side] for g in group),
+    cat = build("concatenate", tuple(new[id(g.inputs[1 - side])] for g in group),
                 (("axis", _cat_axis(d0, side)),))
-    m = dot(d0.inputs[0], cat, ta, tb) if side == 0 else dot(cat, d0.inputs[1], ta, tb)
+    shared = new[id(d0.inputs[side])]
+    m = dot(shared, cat, ta, tb) if side == 0 else dot(cat, shared, ta, tb)
     ax, off, out = 2 - side, 0, []
     for g in group:
         sl = tuple((0, s, 1) for s in m.shape)
@@ -394,11 +458,25 @@ def _merged(side: int, group: list[Node]) -> list[Node]:
 
 
 def dot_merge(roots: list[Node]) -> list[Node]:
-    """Dot merger. A round is O(n d/64) for d canonical dots (dependency bit sets) plus an O(n)
-    rebuild; rounds repeat while groups merge (usually one, then one that finds none)."""
-    while True:
-        groups = _merge_groups(order_of(roots))
+    """Dot merger. A round is O(n + e) plus the bounded checks of _merge_groups, and rebuilds
+    the graph once with each group contracted to its merged dot (in the contracted graph's
+    order, on the new operands). At most DOT_MERGE_ROUNDS rounds, while one merges (usually
+    one). (Every node kept the bit set of the dots it depends on, O(n d/64) for d dots, and a
+    key made one group a round: a loop's dots past the first step stayed apart.)"""
+    for _round in range(DOT_MERGE_ROUNDS):
+        order = order_of(roots)
+        groups = _merge_groups(order)
         if not groups:
-            return roots
-        repl = {id(g): s for side, group in groups for g, s in zip(group, _merged(side, group))}
-        roots = rebuild(roots, lambda n, ins: repl.get(id(n)) or with_inputs(n, ins))
+            break
+        verts = contracted_order(order, [members for _side, members in groups])
+        assert verts is not None, "dot merge made a cycle"
+        new: dict[int, Node] = {}
+        for v in verts:
+            if isinstance(v, int):
+                side, members = groups[v]
+                for m, sl in zip(members, _merged(side, members, new)):
+                    new[id(m)] = sl
+            else:
+                new[id(v)] = with_inputs(v, tuple(new[id(i)] for i in v.inputs))
+        roots = [new[id(r)] for r in roots]
+    return roots

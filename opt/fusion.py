@@ -120,8 +120,10 @@ def needs_row(members: list[Node]) -> bool:
 
 def fusion(roots: list[Node]) -> list[Node]:
     """Instruction fusion. O(k (n + e + sum of group sizes x inputs per member)) for k rounds
-    of materialization decisions (usually 1 or 2) over n nodes and e edges; the groups are
-    disjoint but for recomputed remaps."""
+    of materialization decisions over n nodes and e edges; the groups are disjoint but for
+    recomputed remaps, and k is a handful (a round materializes the rows' deeper
+    reductions, the inputs of materialized reshapes and the cuts of oversized groups, each
+    found whole in one round; usually 1 or 2)."""
     order = order_of(roots)
     use = users(order)
     fusible = {id(n): has_kernel(n) for n in order}
@@ -140,11 +142,11 @@ def fusion(roots: list[Node]) -> list[Node]:
             mat.add(id(n))
 
     while True:
-        # A value read by two groups is materialized (only the topmost shared value: below it
-        # the groups no longer overlap). Index remaps are recomputed, never shared. One
-        # reduction per group, unless the group is a row kernel: the deeper ones are
+        # A value read by two groups is materialized (_groups: the topmost shared value, and
+        # below it the groups no longer overlap). Index remaps are recomputed, never shared.
+        # One reduction per group, unless the group is a row kernel: the deeper ones are
         # materialized. A materialized reshape is a view of its materialized input.
-        extra, owner, shared = set(), {}, set()
+        extra = set()
         # of this round's mat: the last round's are final
         groups = _groups(order, use, [n for n in order if id(n) in mat and fusible[id(n)] and
                                       n.op != "reshape"], mat)
@@ -168,13 +170,6 @@ def fusion(roots: list[Node]) -> list[Node]:
                     # in pieces under the cap at once: halving took log n rounds on a chain
                     parts = -(-len(compute) // (MAX_GROUP - 1))
                     extra.update(id(compute[len(compute) * k // parts]) for k in range(1, parts))
-                for m in members:
-                    if m is not n and not is_remap(m):
-                        if owner.setdefault(id(m), id(n)) != id(n):
-                            shared.add(id(m))
-        for n in order:
-            if id(n) in shared and not any(id(u) in shared for u in use[id(n)]):
-                extra.add(id(n))
         if not extra - mat:
             break
         mat |= extra
@@ -208,20 +203,39 @@ def _groups(order: list[Node], use: dict[int, list[Node]], heads: list[Node],
     """Each head's group: the nodes it reaches through unmaterialized non-leaves and free
     remaps, in `order`'s order filtered to the group (so no group is sorted on its own). One
     pass back over the order gives each node the groups of its users that read through it,
-    one pass forward lists the members. The sets are never changed once stored: a node in its
-    users' one group shares their set."""
+    one pass forward lists the members. A value that two groups would read through (but an
+    index remap, which each recomputes) is materialized instead: added to `mat`, the head of
+    a group of its own. Going back over the order its users have decided already, so it is
+    the topmost shared value, and below it those groups no longer overlap. The groups are
+    disjoint but for remaps: O(n + e + remap memberships). (Shared values were found after
+    the groups were listed whole, one topmost value a round: a loop reading a statistic of
+    its state every step made groups of quadratic total size.) The sets are never changed
+    once stored: a node in its users' one group shares their set."""
     of: dict[int, frozenset[int]] = {id(h): frozenset((id(h),)) for h in heads}
+    made = []  # the values materialized here
     for n in reversed(order):
-        gs = None
+        sets = {}  # the distinct sets of n's users (by identity)
         for u in use[id(n)]:
             g = of.get(id(u))
-            if g is not None and g is not gs:
-                gs = g if gs is None else gs | g
-        if gs is not None and ((id(n) not in mat and not is_leaf(n)) or
-                               (is_remap(n) and _free_remap(n))):
-            own = of.get(id(n))
-            of[id(n)] = gs if own is None else own | gs
-    groups: dict[int, list[Node]] = {id(h): [] for h in heads}
+            if g is not None:
+                sets[id(g)] = g
+        if not sets:
+            continue
+        if id(n) not in mat and not is_leaf(n):
+            if not is_remap(n) and (len(sets) > 1 or len(next(iter(sets.values()))) > 1):
+                mat.add(id(n))
+                made.append(n)
+                of[id(n)] = frozenset((id(n),))
+                continue
+        elif not (is_remap(n) and _free_remap(n)):
+            continue
+        own = of.get(id(n))
+        if own is not None:
+            sets[id(own)] = own
+        # one union of them all (pairwise unions: quadratic in a leaf's readers)
+        of[id(n)] = next(iter(sets.values())) if len(sets) == 1 else \
+            frozenset().union(*sets.values())
+    groups: dict[int, list[Node]] = {id(h): [] for h in (*heads, *made)}
     for n in order:
         for g in of.get(id(n), ()):
             groups[g].append(n)

@@ -47,9 +47,17 @@ class Storage:
                 self.last[self.find(id(i))] = pos
 
     def find(self, i: int) -> int:
-        while i in self.alias:
-            i = self.alias[i]
-        return i
+        """The storage i's value lives in. The chain walked is pointed at it (path
+        compression: a chain of k views or in-place updates is walked once, not per reader)."""
+        alias = self.alias
+        root = alias.get(i)
+        if root is None:
+            return i
+        while root in alias:
+            root = alias[root]
+        while alias[i] != root:
+            alias[i], i = root, alias[i]
+        return root
 
     def _merge(self, n: Node, s: int, pos: int, keep: set[int]) -> None:
         """n's value is written into storage s; a result's storage (keep) stays one."""

@@ -48,7 +48,9 @@ _SIMPLIFY = by_op(ALGEBRAIC)
 
 def simplify(roots: list[Node]) -> list[Node]:
     """Algebraic simplification. O(k n) rule tries for k sweeps (k <= 16; one when nothing
-    matches): a node tries only its own op's rules, each O(1), a few times (by_op)."""
+    matches): a node tries only its own op's rules, each O(1) (but for a walk down a chain of
+    movement ops to tell a bool's bytes, which simplification keeps short), a few times
+    (by_op)."""
     return apply_rules(roots, [_SIMPLIFY])
 
 
