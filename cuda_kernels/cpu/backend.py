@@ -10,6 +10,7 @@ import numpy as np
 from numba.core import config as numba_config
 
 from tracer.ir.node import Node
+from tracer.ir.stats import STATS
 from tracer.ir.interp import eval_node
 from tracer.ir.catalogue import py_slice
 from tracer.ir.registry import fusion_outputs
@@ -19,7 +20,7 @@ from ..emit import key_hash
 from ..layout import stand_in
 from ..planning import row_plan
 from . import codegen, compile_pool
-from .codegen import reduce_launch_sizes, reduce_scratch
+from .codegen import reduce_launch_sizes, reduce_scratch, reduce_scratch_types
 from .memory import HostPool
 from .scatter import run_scatter
 
@@ -63,6 +64,8 @@ class CpuBackend(Backend):
 
     def __init__(self):
         self.pool = HostPool()
+        # id(body) -> (body, sizes, scratch types): what `launch` passes after the constants
+        self._launch_args: dict[int, tuple] = {}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         return codegen.generate(body, kind, name, flat, parallel)
@@ -158,19 +161,31 @@ class CpuBackend(Backend):
         except Exception:  # a corrupt entry, or Numba internals that moved: the launch decides
             return False
 
+    def _extra_args(self, kind: str, body: Node) -> tuple[tuple, list]:
+        """(sizes, scratch (shape, dtype)s) a kernel of this kind and body is launched with
+        after its constants; worked out once per body (they hold the body: a bounded table)."""
+        got = self._launch_args.get(id(body))
+        if got is not None and got[0] is body:
+            return got[1], got[2]
+        if kind in ("loop", "horizontal"):
+            sizes, scratch = (), []
+        elif kind == "row":
+            sizes, scratch = tuple(row_plan(body).shape), []
+        else:
+            m, ch = reduce_launch_sizes(body)
+            sizes, scratch = (*m, ch), reduce_scratch_types(body, m, ch, _THREADS)
+        if len(self._launch_args) >= 4096:
+            self._launch_args.clear()
+        self._launch_args[id(body)] = (body, sizes, scratch)
+        return sizes, scratch
+
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         fn = kernel.fn
         before = len(fn.overloads)
         hits = sum(fn._cache_hits.values())
+        sizes, scratch = self._extra_args(kernel.kind, body)
+        args = (*outs, *params, *consts, *sizes, *[np.empty(s, dt) for s, dt in scratch])
         t0 = time.perf_counter()
-        if kernel.kind in ("loop", "horizontal"):
-            args = (*outs, *params, *consts)
-        elif kernel.kind == "row":
-            args = (*outs, *params, *consts, *row_plan(body).shape)
-        else:
-            m, ch = reduce_launch_sizes(body)
-            args = (*outs, *params, *consts, *m, ch,
-                    *reduce_scratch(body, m, ch, _THREADS))
         try:
             fn(*args)
         except Exception:
@@ -179,9 +194,13 @@ class CpuBackend(Backend):
             if len(fn.overloads) > before or not purge_disk_cache(kernel.module, kernel.name):
                 raise
             fn(*args)
-        new = len(fn.overloads) > before
-        disk = new and sum(fn._cache_hits.values()) > hits
-        record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
+        seconds = time.perf_counter() - t0
+        if len(fn.overloads) == before:
+            STATS.run_s += seconds
+            STATS.kernels_launched += 1
+            return
+        disk = sum(fn._cache_hits.values()) > hits
+        record_launch(seconds, not disk, disk, not disk and before > 0)
 
     def run_node(self, n: Node, args: list, inplace: bool = False):
         """Views, library ops (matmul, concatenate, setslice, gather, scatter) and interpreter
