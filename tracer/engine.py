@@ -55,11 +55,11 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
 def lookup(roots: list[Node], be: str):
     """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
     leaves in the order of entry.slots; None when the graph cannot be cached."""
-    order = toposort(roots)
-    key, leaves = plans.signature(roots, be, order)
-    if key is None:
+    key, leaves, order = plans.signature(roots, be)
+    try:
+        entry = plans.get(key)
+    except TypeError:  # an unhashable attribute
         return None
-    entry = plans.get(key)
     if entry is not None:
         return entry, True, leaves
     slot_roots, slots, slot_order = plans.with_slots(roots, leaves, order)
@@ -78,7 +78,7 @@ def plan(roots: list[Node], be: str):
         program, res = _optimize_lower(roots, be)
         return program, res, None, res.split
     entry, hit, leaves = found
-    bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
+    bind = {id(s): leaf.attrs[0][1] for s, leaf in zip(entry.slots, leaves)}
     return entry.program, (None if hit else entry.res), bind, entry.res.split
 
 

@@ -32,27 +32,44 @@ _PLANS: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any thread
 
 
-def signature(roots: list[Node], backend: str, order: list[Node]
-              ) -> tuple[tuple | None, list[Node]]:
-    """(key, leaves in key order); key is None when an attribute is not hashable. `order`:
-    toposort(roots)."""
+def signature(roots: list[Node], backend: str
+              ) -> tuple[tuple, list[Node], list[Node]]:
+    """(key, leaves in key order, order): the plan-cache key of the roots' graph, built in the
+    same walk as its toposort (`order`, toposort(roots)'s order node for node). The key may be
+    unhashable (an attribute that is): `get` then raises TypeError."""
     pos: dict[int, int] = {}
     leaves: list[Node] = []
-    key: list = [backend, tuple(sorted(CONFIG.disable_passes)), budget.active() is not None]
-    for n in order:
-        pos[id(n)] = len(pos)
-        if n.op == "input":
-            leaves.append(n)
-            key.append((n.shape, n.dtype, buffer_contiguous(n.attr("buf"))))
-        else:
-            key.append((n.op, tuple(pos[id(i)] for i in n.inputs), n.shape, n.dtype, n.attrs))
-    key.append(tuple(pos[id(r)] for r in roots))
-    key = tuple(key)
-    try:
-        hash(key)
-    except TypeError:
-        return None, leaves
-    return key, leaves
+    order: list[Node] = []
+    disabled = CONFIG.disable_passes
+    key: list = [backend, tuple(sorted(disabled)) if disabled else (),
+                 budget.active() is not None]
+    entered: set[int] = set()
+    for root in roots:  # ir.node._sort's walk, the key built as each node is emitted
+        stack = [root]
+        while stack:
+            n = stack[-1]
+            k = id(n)
+            if k not in entered:
+                entered.add(k)
+                depth = len(stack)
+                for i in reversed(n.inputs):
+                    if id(i) not in entered:
+                        stack.append(i)
+                if len(stack) > depth:
+                    continue
+            stack.pop()
+            if k in pos:
+                continue
+            pos[k] = len(order)
+            order.append(n)
+            if n.op == "input":
+                leaves.append(n)
+                key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
+            else:
+                key.append((n.op, tuple([pos[id(i)] for i in n.inputs]), n.shape, n.dtype,
+                            n.attrs))
+    key.append(tuple([pos[id(r)] for r in roots]))
+    return tuple(key), leaves, order
 
 
 def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]
@@ -74,7 +91,8 @@ def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]
 
 
 def get(key):
-    """The cached entry for this key, or None (a hit moves it to the back of the LRU order)."""
+    """The cached entry for this key, or None (a hit moves it to the back of the LRU order).
+    TypeError: the key is unhashable (the graph cannot be cached)."""
     with _LOCK:
         entry = _PLANS.get(key)
         if entry is not None:
