@@ -54,6 +54,9 @@ class Node:
     dtype: np.dtype
     attrs: tuple[tuple[str, Any], ...] = ()
     uid: int = field(default=0, compare=False)
+    # where the node was recorded: set once (set_site) by the layer that records, read on
+    # the error path (tracer.debug); no part of the node's identity
+    site: Any = field(default=None, compare=False, repr=False)
 
     def attr(self, name: str, default: Any = None) -> Any:
         for k, v in self.attrs:
@@ -95,8 +98,15 @@ _purge_at = [1 << 16]
 def _setters():
     global _SET
     _SET = tuple(Node.__dict__[f].__set__ for f in ("op", "inputs", "shape", "dtype", "attrs",
-                                                     "uid"))
+                                                     "uid", "site"))
     return _SET
+
+
+def set_site(node: Node, site: Any) -> None:
+    """Note where `node` was recorded, unless it already has a site (an interned node keeps
+    its first)."""
+    if node.site is None:
+        (_SET or _setters())[6](node, site)
 
 
 def _purge() -> None:
@@ -115,22 +125,32 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     """
     shape = tuple(map(int, shape))
     dtype = np.dtype(dtype)
+    if op == "input":
+        return _build(op, inputs, shape, dtype, attrs, None)
+    return make_canonical(op, inputs, shape, dtype, attrs)
+
+
+def make_canonical(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...],
+                   dtype: np.dtype, attrs: tuple[tuple[str, Any], ...] = ()) -> Node:
+    """make() of a node that is no leaf, for a shape and dtype already in their canonical form
+    (a tuple of Python ints, an np.dtype: a node's own, or built from them)."""
     # Inputs enter the key by id: a live node keeps its inputs alive, so a live entry's ids
     # cannot be reused, and the table never keeps a dead graph (or its buffers) alive. Leaves
     # holding buffers are unique anyway and are not interned.
-    if op == "input":
-        ref, key = None, None
-    else:
-        key = (op, tuple(map(id, inputs)), shape, dtype, attrs)
-        try:
-            ref = _table.get(key)
-        except TypeError:  # unhashable attr: never interned
-            ref, key = None, None
+    key = (op, tuple(map(id, inputs)), shape, dtype, attrs)
+    try:
+        ref = _table.get(key)
+    except TypeError:  # unhashable attr: never interned
+        return _build(op, inputs, shape, dtype, attrs, None)
     if ref is not None:
         hit = ref()
         if hit is not None:
             return hit
-    so, si, ss, sd, sa, su = _SET or _setters()
+    return _build(op, inputs, shape, dtype, attrs, key)
+
+
+def _build(op, inputs, shape, dtype, attrs, key) -> Node:
+    so, si, ss, sd, sa, su, st = _SET or _setters()
     node = _new(Node)
     so(node, op)
     si(node, inputs)
@@ -138,11 +158,18 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     sd(node, dtype)
     sa(node, attrs)
     su(node, next(_ids))
+    st(node, None)
     if key is not None:
         _table[key] = weakref.ref(node)
         if len(_table) > _purge_at[0]:
             _purge()
     return node
+
+
+def make_leaf(shape: tuple[int, ...], dtype: np.dtype, buf: Buffer) -> Node:
+    """make("input", (), shape, dtype, (("buf", buf),)) for a shape and dtype already in
+    their canonical form (a node's own: a tuple of ints, an np.dtype)."""
+    return _build("input", (), shape, dtype, (("buf", buf),), None)
 
 
 def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import os
-import time
+from sys import _getframe
+from time import perf_counter
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from tracer.ir.stats import STATS
 from . import debug
 
 _depth = [0]
+_INTERNAL = debug._INTERNAL  # file name -> whether its frames are tracer's or NumPy's
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 
 
@@ -31,8 +33,9 @@ def _trim_numpy_tail(tb) -> None:
 
 
 def traced(fn):
-    """Adds the time spent recording to stats().trace_s (outermost call only), and ends the
-    traceback of an error raised while recording in tracer's frames, not NumPy's."""
+    """Adds the time spent recording to stats().trace_s (outermost call only), notes the
+    user's call site (debug.CURRENT), and ends the traceback of an error raised while
+    recording in tracer's frames, not NumPy's."""
 
     name = fn.__name__
 
@@ -41,8 +44,22 @@ def traced(fn):
         if _depth[0]:
             return fn(*args, **kwargs)
         _depth[0] = 1
-        t0 = time.perf_counter()
-        debug.CURRENT[0] = debug.caller_site(name)
+        t0 = perf_counter()
+        # the innermost frame outside tracer and NumPy's dispatch (debug.user_frame, inline)
+        f = start = _getframe(1)
+        while f is not None:
+            code = f.f_code
+            inside = _INTERNAL.get(code.co_filename)
+            if inside is None:
+                inside = debug.internal(code.co_filename)
+            if not inside:
+                break
+            f = f.f_back
+        if f is None:
+            f = start
+        debug.CURRENT[0] = (f.f_code.co_filename, f.f_lineno, name,
+                            f.f_globals.get("__name__"))
+        del f, start
         try:
             return fn(*args, **kwargs)
         except Exception as e:
@@ -51,7 +68,7 @@ def traced(fn):
         finally:
             _depth[0] = 0
             debug.CURRENT[0] = None
-            STATS.trace_s += time.perf_counter() - t0
+            STATS.trace_s += perf_counter() - t0
     return wrapper
 
 
