@@ -57,6 +57,8 @@ class ndarray:
     @property
     def _node(self) -> Node:
         var = self._var
+        if not self._view.steps:
+            return var.node
         memo = self._memo
         if memo is not None and memo[0] == var.version and memo[1] is var.node:
             return memo[2]
@@ -68,6 +70,8 @@ class ndarray:
 
     @classmethod
     def _from_node(cls, node: Node) -> "ndarray":
+        if cls is ndarray and node.op != "input":
+            return fresh(node)
         return cls(Var(node))
 
     # ---- metadata (never evaluates)
@@ -308,6 +312,31 @@ class ndarray:
 
     def __deepcopy__(self, memo):
         return self.copy()
+
+
+_new = object.__new__
+_C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's view (views are
+                                            # never changed in place: one serves them all)
+
+
+def fresh(node: Node) -> ndarray:
+    """ndarray(Var(node)) for a node just recorded (no leaf): a new array in C order that
+    owns its base."""
+    var = Var(node)
+    out = _new(ndarray)
+    out._var = var
+    view = _C_VIEWS.get(node.shape)
+    if view is None:
+        if len(_C_VIEWS) > 1024:
+            _C_VIEWS.clear()
+        view = _C_VIEWS[node.shape] = View((), node.shape, c_strides(node.shape))
+    out._view = view
+    out._memo = out._hmemo = None
+    var.owner = _ref(out)
+    return out
+
+
+_ref = weakref.ref
 
 
 def stands_for_scalar(a: "ndarray") -> bool:

@@ -13,12 +13,17 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, make, toposort
+from tracer.ir.node import Node, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
 
-_PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
+# id(variable) -> a weak reference to it: the variables whose value may be a graph still to
+# compute. No callbacks (a dead variable costs nothing): its entry stays until a walk over the
+# table drops it (_live) or a variable made at the same address replaces it, and flush()
+# empties the table at least every CONFIG.flush_nodes records.
+_PENDING: dict[int, weakref.ref] = {}
+_ref = weakref.ref
 _pending_nodes = 0
 LOCK = threading.RLock()  # the Var store and the pending set; an evaluation holds it throughout
 
@@ -81,17 +86,36 @@ def any_pending() -> bool:
     if not _PENDING:
         return False
     with LOCK:
-        for v in list(_PENDING):
-            if v.node.op != "input":
+        for k, r in list(_PENDING.items()):
+            v = r()
+            if v is not None and v.node.op != "input":
                 return True
-            _PENDING.discard(v)
+            if _PENDING.get(k) is r:
+                del _PENDING[k]
     return False
+
+
+def _is_pending(v: Var) -> bool:
+    r = _PENDING.get(id(v))
+    return r is not None and r() is v
+
+
+def _live() -> list[Var]:
+    """The variables whose value is a graph still to compute; the table loses the others."""
+    out = []
+    for k, r in list(_PENDING.items()):
+        v = r()
+        if v is not None and v.node.op != "input":
+            out.append(v)
+        elif _PENDING.get(k) is r:
+            del _PENDING[k]
+    return out
 
 
 def _note_pending(v: Var) -> None:
     global _pending_nodes
     with LOCK:
-        _PENDING.add(v)
+        _PENDING[id(v)] = _ref(v)
         _pending_nodes += 1
         if _pending_nodes > CONFIG.flush_nodes:
             flush()
@@ -102,7 +126,7 @@ def flush() -> None:
     global _pending_nodes
     with LOCK:
         _pending_nodes = 0
-        live = [v for v in list(_PENDING) if v.node.op != "input"]
+        live = _live()
         _PENDING.clear()
         if live:
             evaluate_vars(live, strict=False)  # a failed value keeps its error until read
@@ -110,7 +134,7 @@ def flush() -> None:
 
 def pending_vars() -> list[Var]:
     with LOCK:
-        return [v for v in list(_PENDING) if v.node.op != "input"]
+        return _live()
 
 
 def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
@@ -138,7 +162,7 @@ def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
 
 
 def _leaf_for(node: Node, buf) -> Node:
-    return make("input", (), node.shape, node.dtype, (("buf", buf),))
+    return make_leaf(node.shape, node.dtype, buf)
 
 
 def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
@@ -159,9 +183,10 @@ def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
         failed: dict[int, Exception] = {}
         for group, small in _by_size([v.node for v in allv], allv):
             failed.update(_realize(group, small))
-    errors = [failed[id(v)] for v in targets if id(v) in failed]
-    if strict and errors:
-        raise errors[0]
+    if strict and failed:
+        errors = [failed[id(v)] for v in targets if id(v) in failed]
+        if errors:
+            raise errors[0]
 
 
 def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
@@ -172,8 +197,13 @@ def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
     recompute their whole history. Arrays whose evaluation failed are left alone."""
     if budget.active() is not None:
         return []
+    if len(_PENDING) <= len(targets) and all(map(_is_pending, targets)):
+        return []  # nothing pending but the targets (distinct, so they are all of it)
+    others = [v for v in pending_vars() if id(v) not in seen]
+    if not others:
+        return []
     in_graph = {id(n) for n in toposort([v.node for v in targets])}
-    return [v for v in pending_vars() if id(v) not in seen and not _failed(v)
+    return [v for v in others if not _failed(v)
             and v.node.op not in ("const", "broadcast_to")
             and (id(v.node) in in_graph or _near(v.node, in_graph))]
 
@@ -183,6 +213,8 @@ _FAILED: "weakref.WeakKeyDictionary[Var, weakref.ref]" = weakref.WeakKeyDictiona
 
 
 def _failed(v: Var) -> bool:
+    if not _FAILED:
+        return False
     ref = _FAILED.get(v)
     return ref is not None and ref() is v.node
 
@@ -210,6 +242,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             shared(buf)  # an output may be an input's buffer, or a view of it
             if v.node is n:
                 v.node = _leaf_for(n, buf)
+                _PENDING.pop(id(v), None)
         break
     return failed
 
@@ -250,6 +283,8 @@ def _near(root: Node, in_graph: set[int]) -> bool:
 def _by_size(roots: list[Node], vars_: list) -> list[tuple[list, bool]]:
     """(variables, small) for each evaluation: the variables whose values run by NumPy op by op
     (engine.small_roots) apart from the rest, so they are not compiled along with a big one."""
+    if not CONFIG.small_graph:
+        return [(vars_, False)]
     small = engine.small_roots(roots)
     if not any(small):
         return [(vars_, False)]

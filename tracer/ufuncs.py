@@ -10,11 +10,11 @@ import warnings
 
 import numpy as np
 
-from tracer.ir.node import Node
+from tracer.ir.node import Node, make_canonical
 from tracer.ir.registry import OPS
 from . import eager
 from . import graph as G
-from .array import ndarray, asarray_node
+from .array import fresh, ndarray, asarray_node
 from .recording import shape_str, traced
 from .debug import user_frame
 from .fallback import fallback_call
@@ -112,8 +112,108 @@ def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...
     return uf.resolve_dtypes(tuple(keys) + (None,) * uf.nout, signature=sig)
 
 
+# ---- the common call, quickly: one or two operands, each a lazy array or a Python float or
+# small int, arrays of one shape, no out/where/dtype. What it depends on besides the values
+# (the loop's dtypes) is worked out once per (ufunc, operand types) by the general path's
+# own functions; anything else takes the general path.
+
+_QUICK: dict[tuple, tuple | None] = {}  # (ufunc, operand kinds) -> (op name, loop dtypes)
+_WEAK: dict[tuple, Node] = {}  # (type, value, dtype, shape) -> the constant, broadcast
+
+
+def _quick_kind(x):
+    """An operand's part of the _QUICK key: its dtype (a lazy array), float or int (a weak
+    Python scalar whose value decides nothing but the constant), None: not quick."""
+    t = type(x)
+    if t is ndarray:
+        return x._node.dtype
+    if t is float or t is int and 0 <= x < 128:  # (an int any integer dtype holds)
+        return t
+    return None
+
+
+def _quick_entry(uf: np.ufunc, kinds: tuple):
+    """(op name, loop dtypes) for these operand kinds, None where the call is not quick."""
+    name = uf.__name__
+    if name not in OPS or uf.nout != 1 or uf.signature is not None or uf is np.power or \
+            len(kinds) != uf.nin or all(k is int or k is float for k in kinds):
+        return None
+    try:  # resolve()'s own, from the kinds it keys on
+        dts = uf.resolve_dtypes(tuple(kinds) + (None,) * uf.nout)
+    except Exception:  # the general path raises it
+        return None
+    return name, dts
+
+
+def _weak_node(v, dt: np.dtype, shape: tuple) -> Node:
+    """The constant v of a loop of dtype dt, broadcast to shape (G.const, G.broadcast),
+    kept for the next call (not for a float zero: -0.0 == 0.0 as a key)."""
+    key = (type(v), v, dt, shape)
+    if v == 0 and type(v) is float:
+        return G.broadcast(G.const(v, dt), shape)
+    got = _WEAK.get(key)
+    if got is None:
+        if len(_WEAK) > 4096:
+            _WEAK.clear()
+        got = _WEAK[key] = G.broadcast(G.const(v, dt), shape)
+    return got
+
+
+def _quick(uf: np.ufunc, args) -> ndarray | None:
+    """apply_ufunc(uf, args) for the common call (see above), else None."""
+    if len(args) == 2:
+        a, b = args
+        ka, kb = _quick_kind(a), _quick_kind(b)
+        if ka is None or kb is None:
+            return None
+        key = (uf, ka, kb)
+    elif len(args) == 1:
+        a = args[0]
+        if type(a) is not ndarray:
+            return None
+        b = kb = None
+        key = (uf, a._node.dtype)
+    else:
+        return None
+    hit = _QUICK.get(key, False)
+    if hit is False:
+        hit = _QUICK[key] = _quick_entry(uf, key[1:])
+    if hit is None:
+        return None
+    name, dts = hit
+    if kb is None:
+        na = a._node
+        if na.dtype is not dts[0] and na.dtype != dts[0]:
+            na = G.cast(na, dts[0])
+        return fresh(make_canonical(name, (na,), na.shape, dts[1]))
+    if type(a) is ndarray:
+        na = a._node
+        shape = na.shape
+        if type(b) is ndarray:
+            nb = b._node
+            if nb.shape != shape:
+                return None  # broadcasting: the general path
+            if nb.dtype is not dts[1] and nb.dtype != dts[1]:
+                nb = G.cast(nb, dts[1])
+        else:
+            nb = _weak_node(b, dts[1], shape)
+        if na.dtype is not dts[0] and na.dtype != dts[0]:
+            na = G.cast(na, dts[0])
+    else:
+        nb = b._node
+        shape = nb.shape
+        if nb.dtype is not dts[1] and nb.dtype != dts[1]:
+            nb = G.cast(nb, dts[1])
+        na = _weak_node(a, dts[0], shape)
+    return fresh(make_canonical(name, (na, nb), shape, dts[2]))
+
+
 @traced
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
+    if out is None and where is True and dtype is None:
+        r = _quick(uf, args)
+        if r is not None:
+            return r
     name = uf.__name__
     if name not in OPS or uf.nout != 1 or uf.signature is not None:
         return None  # caller falls back (generalized ufuncs such as matmul have their own path)
