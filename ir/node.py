@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError
 from typing import Any, Callable
 
 import numpy as np
@@ -46,17 +46,34 @@ class Slot(Buffer):
         return f"Slot(contiguous={self.contiguous})"
 
 
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class Node:
+class _NodeFields:
+    """A Node's storage. A node is built as one of these (a slot store is then a plain store,
+    about a third of what a frozen class's setters cost) and made a Node, whose layout is
+    the same, before anything sees it."""
+
+    __slots__ = ("op", "inputs", "shape", "dtype", "attrs", "uid", "site", "__weakref__")
+
+
+class Node(_NodeFields):
+    """A graph node, immutable (built by `make` only): op, inputs, shape (a tuple of ints),
+    dtype (an np.dtype), attrs ((name, value) pairs), uid (creation order), site (where it was
+    recorded: SITE while it was built, or set_site; read on the error path, tracer.debug).
+    Equality and hashing are identity."""
+
+    __slots__ = ()
     op: str
     inputs: tuple["Node", ...]
     shape: tuple[int, ...]
     dtype: np.dtype
-    attrs: tuple[tuple[str, Any], ...] = ()
-    uid: int = field(default=0, compare=False)
-    # where the node was recorded: set once (set_site) by the layer that records, read on
-    # the error path (tracer.debug); no part of the node's identity
-    site: Any = field(default=None, compare=False, repr=False)
+    attrs: tuple[tuple[str, Any], ...]
+    uid: int
+    site: Any
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def attr(self, name: str, default: Any = None) -> Any:
         for k, v in self.attrs:
@@ -90,23 +107,19 @@ def short_type(n: Node) -> str:
 
 
 _new = object.__new__
-_SET = None
+# the call site the layer above is recording at (tracer's recording sets it); every node built
+# meanwhile keeps it as its `site`
+SITE: list = [None]
 _table: dict[tuple, "weakref.ref[Node]"] = {}
 _purge_at = [1 << 16]
-
-
-def _setters():
-    global _SET
-    _SET = tuple(Node.__dict__[f].__set__ for f in ("op", "inputs", "shape", "dtype", "attrs",
-                                                     "uid", "site"))
-    return _SET
+_set_site = _NodeFields.site.__set__
 
 
 def set_site(node: Node, site: Any) -> None:
     """Note where `node` was recorded, unless it already has a site (an interned node keeps
     its first)."""
     if node.site is None:
-        (_SET or _setters())[6](node, site)
+        _set_site(node, site)
 
 
 def _purge() -> None:
@@ -121,7 +134,7 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     """Build (or find) the node. Shape/dtype must already satisfy the op's rules.
 
     The intern table holds weak references (dead entries are purged as it grows), and nodes
-    are built through the slot setters: tracing cost per op is dominated by this function.
+    are built as _NodeFields: tracing cost per op is dominated by this function.
     """
     shape = tuple(map(int, shape))
     dtype = np.dtype(dtype)
@@ -146,19 +159,31 @@ def make_canonical(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...],
         hit = ref()
         if hit is not None:
             return hit
-    return _build(op, inputs, shape, dtype, attrs, key)
+    node = _new(_NodeFields)  # _build, inline: the usual case
+    node.op = op
+    node.inputs = inputs
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = attrs
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
+    _table[key] = weakref.ref(node)
+    if len(_table) > _purge_at[0]:
+        _purge()
+    return node
 
 
 def _build(op, inputs, shape, dtype, attrs, key) -> Node:
-    so, si, ss, sd, sa, su, st = _SET or _setters()
-    node = _new(Node)
-    so(node, op)
-    si(node, inputs)
-    ss(node, shape)
-    sd(node, dtype)
-    sa(node, attrs)
-    su(node, next(_ids))
-    st(node, None)
+    node = _new(_NodeFields)
+    node.op = op
+    node.inputs = inputs
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = attrs
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
     if key is not None:
         _table[key] = weakref.ref(node)
         if len(_table) > _purge_at[0]:

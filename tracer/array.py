@@ -19,7 +19,7 @@ from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.node import Node
 from . import graph as G
 from .recording import proxy, shape_str, traced
-from .store import Var, evaluate_vars, to_numpy
+from .store import Var, evaluate_vars, recorded_var, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
 
@@ -322,7 +322,7 @@ _C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's vie
 def fresh(node: Node) -> ndarray:
     """ndarray(Var(node)) for a node just recorded (no leaf): a new array in C order that
     owns its base."""
-    var = Var(node)
+    var = recorded_var(node)
     out = _new(ndarray)
     out._var = var
     view = _C_VIEWS.get(node.shape)

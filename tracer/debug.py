@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
+from tracer.ir import node as node_module
 from tracer.ir.node import Node, make, set_site, toposort, users
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
@@ -63,21 +64,39 @@ class Site:
         return f"{self.file}:{self.line}"
 
 
-# the user call being recorded (set by recording.traced): its raw site, a tuple
-# (file, line, entry point, module) that `Site(*raw)` makes a Site of
-CURRENT: list[tuple | None] = [None]
+# the user call being recorded (set by recording.traced): its raw site, a tuple (code object,
+# f_lasti, entry point, module) that `site_from_raw` makes a Site of (the line is worked out
+# from the code only then). The node layer's own holder: every node built while it is set
+# keeps it.
+CURRENT: list[tuple | None] = node_module.SITE
 
 
 def caller_site(func: str) -> tuple:
     """The raw site of the user's call of `func` (see CURRENT)."""
     f = user_frame(2)
-    return (f.f_code.co_filename, f.f_lineno, func, f.f_globals.get("__name__"))
+    return (f.f_code, f.f_lasti, func, f.f_globals.get("__name__"))
+
+
+def _line(code, lasti: int) -> int:
+    """The line of the instruction at byte offset lasti (as frame.f_lineno reads it)."""
+    line = code.co_firstlineno
+    for start, end, ln in code.co_lines():
+        if start <= lasti < end:
+            return ln if ln is not None else line
+        if ln is not None:
+            line = ln
+    return line
+
+
+def site_from_raw(raw: tuple) -> Site:
+    code, lasti, func, module = raw
+    return Site(code.co_filename, _line(code, lasti), func, module)
 
 
 def node_site(n: Node) -> Site | None:
     """Where n was recorded, if it was."""
     raw = n.site
-    return None if raw is None else Site(*raw)
+    return None if raw is None else site_from_raw(raw)
 
 
 # NumPy's error state lives in a context variable whose value is replaced by errstate/seterr;
@@ -86,16 +105,33 @@ try:
     from numpy._core._ufunc_config import _extobj_contextvar as _ERR_VAR
 except ImportError:  # pragma: no cover - a NumPy without it: ask geterr every time
     _ERR_VAR = None
+
+
+class _NoState:
+    @staticmethod
+    def get():
+        return None
+
+
+ERR_STATE = _ERR_VAR if _ERR_VAR is not None else _NoState  # .get(): the state object
 _RAISING: dict[int, tuple[Any, bool]] = {}
+
+
+# the last error state asked about (ERR_STATE.get()) and whether it raises (a state without
+# _ERR_VAR is never the last one)
+LAST_STATE: list = [object(), False]
 
 
 def errstate_raises() -> bool:
     if _ERR_VAR is None:
         return "raise" in np.geterr().values()
     obj = _ERR_VAR.get()
+    if obj is LAST_STATE[0]:
+        return LAST_STATE[1]
     hit = _RAISING.get(id(obj))
     if hit is None or hit[0] is not obj:
         hit = _RAISING[id(obj)] = (obj, "raise" in np.geterr().values())
+    LAST_STATE[:] = hit
     return hit[1]
 
 
@@ -106,7 +142,7 @@ def recorded(node: Node) -> Node:
     if site is not None and node.site is None:
         set_site(node, site)
     if CONFIG.eager or errstate_raises():
-        return run_now(node, None if site is None else Site(*site))
+        return run_now(node, None if site is None else site_from_raw(site))
     return node
 
 

@@ -18,7 +18,7 @@ _INTERNAL = debug._INTERNAL  # file name -> whether its frames are tracer's or N
 _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 
 
-def _trim_numpy_tail(tb) -> None:
+def trim_numpy_tail(tb) -> None:
     """Cut NumPy's own Python frames off the end of a traceback: when tracer asks NumPy to
     check shapes or axes, the error then ends at tracer's call under the user's line."""
     entries = []
@@ -32,12 +32,31 @@ def _trim_numpy_tail(tb) -> None:
         entries[keep - 1].tb_next = None
 
 
-def traced(fn):
-    """Adds the time spent recording to stats().trace_s (outermost call only), notes the
-    user's call site (debug.CURRENT), and ends the traceback of an error raised while
-    recording in tracer's frames, not NumPy's."""
+def call_site(name: str) -> tuple:
+    """The raw site (debug.CURRENT) of the user's call of tracer's `name`, called from the
+    caller of this function's caller: the innermost frame outside tracer and NumPy's dispatch
+    (debug.user_frame, inline)."""
+    f = start = _getframe(2)
+    while f is not None:
+        code = f.f_code
+        inside = _INTERNAL.get(code.co_filename)
+        if inside is None:
+            inside = debug.internal(code.co_filename)
+        if not inside:
+            break
+        f = f.f_back
+    if f is None:
+        f = start
+    return (f.f_code, f.f_lasti, name, f.f_globals.get("__name__"))
 
-    name = fn.__name__
+
+def traced(fn, name: str | None = None):
+    """Adds the time spent recording to stats().trace_s (outermost call only), notes the
+    user's call site (debug.CURRENT, the entry point `name`: fn's own name by default), and
+    ends the traceback of an error raised while recording in tracer's frames, not NumPy's."""
+
+    if name is None:
+        name = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -45,25 +64,11 @@ def traced(fn):
             return fn(*args, **kwargs)
         _depth[0] = 1
         t0 = perf_counter()
-        # the innermost frame outside tracer and NumPy's dispatch (debug.user_frame, inline)
-        f = start = _getframe(1)
-        while f is not None:
-            code = f.f_code
-            inside = _INTERNAL.get(code.co_filename)
-            if inside is None:
-                inside = debug.internal(code.co_filename)
-            if not inside:
-                break
-            f = f.f_back
-        if f is None:
-            f = start
-        debug.CURRENT[0] = (f.f_code.co_filename, f.f_lineno, name,
-                            f.f_globals.get("__name__"))
-        del f, start
+        debug.CURRENT[0] = call_site(name)
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            _trim_numpy_tail(e.__traceback__)
+            trim_numpy_tail(e.__traceback__)
             raise
         finally:
             _depth[0] = 0

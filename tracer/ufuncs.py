@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from time import perf_counter
 
 import numpy as np
 
 from tracer.ir.node import Node, make_canonical
 from tracer.ir.registry import OPS
+from tracer.ir.stats import STATS
 from . import eager
 from . import graph as G
 from .array import fresh, ndarray, asarray_node
-from .recording import shape_str, traced
-from .debug import user_frame
+from .recording import _depth, call_site, shape_str, traced, trim_numpy_tail
+from .debug import CURRENT, user_frame
 from .fallback import fallback_call
 from .write import assign_full, known_values
 
@@ -121,17 +123,6 @@ _QUICK: dict[tuple, tuple | None] = {}  # (ufunc, operand kinds) -> (op name, lo
 _WEAK: dict[tuple, Node] = {}  # (type, value, dtype, shape) -> the constant, broadcast
 
 
-def _quick_kind(x):
-    """An operand's part of the _QUICK key: its dtype (a lazy array), float or int (a weak
-    Python scalar whose value decides nothing but the constant), None: not quick."""
-    t = type(x)
-    if t is ndarray:
-        return x._node.dtype
-    if t is float or t is int and 0 <= x < 128:  # (an int any integer dtype holds)
-        return t
-    return None
-
-
 def _quick_entry(uf: np.ufunc, kinds: tuple):
     """(op name, loop dtypes) for these operand kinds, None where the call is not quick."""
     name = uf.__name__
@@ -160,60 +151,92 @@ def _weak_node(v, dt: np.dtype, shape: tuple) -> Node:
 
 
 def _quick(uf: np.ufunc, args) -> ndarray | None:
-    """apply_ufunc(uf, args) for the common call (see above), else None."""
+    """apply_ufunc(uf, args) for the common call (see above), else None (nothing recorded).
+    An operand's kind: its dtype (a lazy array), or float or int (a weak Python scalar whose
+    value decides nothing but the constant: an int any integer dtype holds)."""
     if len(args) == 2:
         a, b = args
-        ka, kb = _quick_kind(a), _quick_kind(b)
-        if ka is None or kb is None:
+        t = type(a)
+        if t is ndarray:
+            na = a._var.node if not a._view.steps else a._node
+            ka = na.dtype
+        elif t is float or t is int and 0 <= a < 128:
+            na, ka = None, t
+        else:
+            return None
+        t = type(b)
+        if t is ndarray:
+            nb = b._var.node if not b._view.steps else b._node
+            kb = nb.dtype
+        elif t is float or t is int and 0 <= b < 128:
+            nb, kb = None, t
+        else:
             return None
         key = (uf, ka, kb)
-    elif len(args) == 1:
-        a = args[0]
-        if type(a) is not ndarray:
+        hit = _QUICK.get(key, False)
+        if hit is False:
+            hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
+        if hit is None:
             return None
-        b = kb = None
-        key = (uf, a._node.dtype)
-    else:
-        return None
-    hit = _QUICK.get(key, False)
-    if hit is False:
-        hit = _QUICK[key] = _quick_entry(uf, key[1:])
-    if hit is None:
-        return None
-    name, dts = hit
-    if kb is None:
-        na = a._node
-        if na.dtype is not dts[0] and na.dtype != dts[0]:
-            na = G.cast(na, dts[0])
-        return fresh(make_canonical(name, (na,), na.shape, dts[1]))
-    if type(a) is ndarray:
-        na = a._node
-        shape = na.shape
-        if type(b) is ndarray:
-            nb = b._node
-            if nb.shape != shape:
-                return None  # broadcasting: the general path
-            if nb.dtype is not dts[1] and nb.dtype != dts[1]:
-                nb = G.cast(nb, dts[1])
+        name, (da, db, dout) = hit
+        if na is None:
+            shape = nb.shape
+            na = _weak_node(a, da, shape)
         else:
-            nb = _weak_node(b, dts[1], shape)
-        if na.dtype is not dts[0] and na.dtype != dts[0]:
-            na = G.cast(na, dts[0])
-    else:
-        nb = b._node
-        shape = nb.shape
-        if nb.dtype is not dts[1] and nb.dtype != dts[1]:
-            nb = G.cast(nb, dts[1])
-        na = _weak_node(a, dts[0], shape)
-    return fresh(make_canonical(name, (na, nb), shape, dts[2]))
+            shape = na.shape
+            if nb is None:
+                nb = _weak_node(b, db, shape)
+            elif nb.shape != shape:
+                return None  # broadcasting: the general path
+            if ka is not da and ka != da:
+                na = G.cast(na, da)
+        if kb is not db and nb.dtype != db:
+            nb = G.cast(nb, db)
+        return fresh(make_canonical(name, (na, nb), shape, dout))
+    if len(args) == 1 and type(args[0]) is ndarray:
+        a = args[0]
+        na = a._var.node if not a._view.steps else a._node
+        key = (uf, na.dtype)
+        hit = _QUICK.get(key, False)
+        if hit is False:
+            hit = _QUICK[key] = _quick_entry(uf, key[1:])
+        if hit is None:
+            return None
+        name, (da, dout) = hit
+        if na.dtype is not da and na.dtype != da:
+            na = G.cast(na, da)
+        return fresh(make_canonical(name, (na,), na.shape, dout))
+    return None
 
 
-@traced
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
+    """Record uf(*args) (out=, where=, dtype=, casting= as NumPy's); None where tracer does not
+    record this ufunc (the caller falls back). The common call takes the quick path."""
     if out is None and where is True and dtype is None:
-        r = _quick(uf, args)
-        if r is not None:
-            return r
+        if _depth[0]:  # inside a traced call: its site, its time
+            r = _quick(uf, args)
+            if r is not None:
+                return r
+        else:  # traced's steps, inline
+            t0 = perf_counter()
+            _depth[0] = 1
+            CURRENT[0] = call_site("apply_ufunc")
+            try:
+                r = _quick(uf, args)
+            except Exception as e:
+                trim_numpy_tail(e.__traceback__)
+                raise
+            finally:
+                _depth[0] = 0
+                CURRENT[0] = None
+                STATS.trace_s += perf_counter() - t0
+            if r is not None:
+                return r
+    return _apply_ufunc(uf, args, out, where, dtype, casting)
+
+
+def _apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
+    """apply_ufunc's general path."""
     name = uf.__name__
     if name not in OPS or uf.nout != 1 or uf.signature is not None:
         return None  # caller falls back (generalized ufuncs such as matmul have their own path)
@@ -252,6 +275,9 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
     if out is None and where is True:
         return ndarray._from_node(node)
     return write_out(node, out, where)
+
+
+_apply_ufunc = traced(_apply_ufunc, "apply_ufunc")
 
 
 def _fast_power(uf, ops, dts, dtype):
