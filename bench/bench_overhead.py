@@ -131,7 +131,7 @@ def main() -> None:
         s1 = tracer.stats()
         assert s1.kernels_compiled == kernels0, "a kernel compiled inside the timed loop"
         assert s1.plan_cache_hits > hits0
-        reps = max(5, args.repeat // 100)
+        reps = max(20, args.repeat // 50)
         t_rec = quartile(rec_clean, reps) / RECORD_OPS
         t_np = quartile(record_loop(numpy, hx, hy), reps) / RECORD_OPS
         print(f"record x = x * 1.0001 + y ({RECORD_OPS} ops, float32[10]): "

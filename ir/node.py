@@ -174,6 +174,29 @@ def make_canonical(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...],
     return node
 
 
+def make_binary(op: str, a: Node, b: Node, shape: tuple[int, ...], dtype: np.dtype) -> Node:
+    """make_canonical(op, (a, b), shape, dtype), no attributes: an elementwise op's node."""
+    key = (op, (id(a), id(b)), shape, dtype, ())
+    ref = _table.get(key)
+    if ref is not None:
+        hit = ref()
+        if hit is not None:
+            return hit
+    node = _new(_NodeFields)
+    node.op = op
+    node.inputs = (a, b)
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = ()
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
+    _table[key] = weakref.ref(node)
+    if len(_table) > _purge_at[0]:
+        _purge()
+    return node
+
+
 def _build(op, inputs, shape, dtype, attrs, key) -> Node:
     node = _new(_NodeFields)
     node.op = op

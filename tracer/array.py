@@ -16,10 +16,13 @@ from typing import Any
 import numpy as np
 
 from tracer.cuda_kernels.threads import snapshot
-from tracer.ir.node import Node
+from tracer.ir.config import CONFIG
+from tracer.ir.node import Node, set_site
 from . import graph as G
 from .recording import proxy, shape_str, traced
-from .store import Var, evaluate_vars, recorded_var, to_numpy
+from . import store as _store
+from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
+from .store import _PENDING, Var, evaluate_vars, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
 
@@ -322,7 +325,21 @@ _C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's vie
 def fresh(node: Node) -> ndarray:
     """ndarray(Var(node)) for a node just recorded (no leaf): a new array in C order that
     owns its base."""
-    var = recorded_var(node)
+    # Var(node)'s steps (debug.recorded, store._note_pending), inline
+    if node.site is None and CURRENT[0] is not None:
+        set_site(node, CURRENT[0])
+    state = ERR_STATE.get()  # debug.errstate_raises(), its usual case inline
+    if (LAST_STATE[1] if state is LAST_STATE[0] else errstate_raises()) or CONFIG.eager:
+        var = Var(node)  # run now (debug.recorded)
+    else:
+        var = _new(Var)
+        var.node = node
+        var.owner = None
+        var.version = 0
+        _PENDING[id(var)] = _ref(var)  # store._note_pending, inline
+        _store._pending_nodes += 1
+        if _store._pending_nodes > CONFIG.flush_nodes:
+            _store.flush()
     out = _new(ndarray)
     out._var = var
     view = _C_VIEWS.get(node.shape)

@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, make_leaf, set_site, toposort
+from tracer.ir.node import Node, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
@@ -24,7 +24,6 @@ from . import budget, debug, engine
 # empties the table at least every CONFIG.flush_nodes records.
 _PENDING: dict[int, weakref.ref] = {}
 _ref = weakref.ref
-_new = object.__new__
 _pending_nodes = 0
 LOCK = threading.RLock()  # the Var store and the pending set; an evaluation holds it throughout
 
@@ -55,26 +54,6 @@ class Var:
             self.version += 1
             if node.op != "input":
                 _note_pending(self)
-
-
-def recorded_var(node: Node) -> Var:
-    """Var(node) for a node just recorded (no leaf): Var.__init__'s steps, inline."""
-    global _pending_nodes
-    if node.site is None and debug.CURRENT[0] is not None:
-        set_site(node, debug.CURRENT[0])
-    state = debug.ERR_STATE.get()  # debug.errstate_raises(), its usual case inline
-    raising = debug.LAST_STATE[1] if state is debug.LAST_STATE[0] else debug.errstate_raises()
-    if raising or CONFIG.eager:
-        return Var(node)
-    v = _new(Var)
-    v.node = node
-    v.owner = None
-    v.version = 0
-    _PENDING[id(v)] = _ref(v)  # _note_pending, inline
-    _pending_nodes += 1
-    if _pending_nodes > CONFIG.flush_nodes:
-        flush()
-    return v
 
 
 # ---- buffers one Var alone holds, which tracer.eager writes into in place

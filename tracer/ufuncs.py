@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from sys import _getframe
 from time import perf_counter
 
 import numpy as np
 
-from tracer.ir.node import Node, make_canonical
+from tracer.ir.node import Node, make_binary, make_canonical
 from tracer.ir.registry import OPS
 from tracer.ir.stats import STATS
 from . import eager
 from . import graph as G
 from .array import fresh, ndarray, asarray_node
-from .recording import _depth, call_site, shape_str, traced, trim_numpy_tail
-from .debug import CURRENT, user_frame
+from .recording import _INTERNAL, _depth, shape_str, traced, trim_numpy_tail
+from .debug import CURRENT, internal, user_frame
 from .fallback import fallback_call
 from .write import assign_full, known_values
 
@@ -120,7 +121,7 @@ def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...
 # own functions; anything else takes the general path.
 
 _QUICK: dict[tuple, tuple | None] = {}  # (ufunc, operand kinds) -> (op name, loop dtypes)
-_WEAK: dict[tuple, Node] = {}  # (type, value, dtype, shape) -> the constant, broadcast
+_WEAK: dict[tuple, Node] = {}  # (value, dtype, shape) -> the constant, broadcast
 
 
 def _quick_entry(uf: np.ufunc, kinds: tuple):
@@ -139,9 +140,9 @@ def _quick_entry(uf: np.ufunc, kinds: tuple):
 def _weak_node(v, dt: np.dtype, shape: tuple) -> Node:
     """The constant v of a loop of dtype dt, broadcast to shape (G.const, G.broadcast),
     kept for the next call (not for a float zero: -0.0 == 0.0 as a key)."""
-    key = (type(v), v, dt, shape)
     if v == 0 and type(v) is float:
         return G.broadcast(G.const(v, dt), shape)
+    key = (v, dt, shape)  # (an int and the float equal to it make the same constant)
     got = _WEAK.get(key)
     if got is None:
         if len(_WEAK) > 4096:
@@ -182,17 +183,20 @@ def _quick(uf: np.ufunc, args) -> ndarray | None:
         if na is None:
             shape = nb.shape
             na = _weak_node(a, da, shape)
+            if kb is not db and kb != db:
+                nb = G.cast(nb, db)
         else:
             shape = na.shape
             if nb is None:
                 nb = _weak_node(b, db, shape)
-            elif nb.shape != shape:
-                return None  # broadcasting: the general path
+            else:
+                if nb.shape != shape:
+                    return None  # broadcasting: the general path
+                if kb is not db and kb != db:
+                    nb = G.cast(nb, db)
             if ka is not da and ka != da:
                 na = G.cast(na, da)
-        if kb is not db and nb.dtype != db:
-            nb = G.cast(nb, db)
-        return fresh(make_canonical(name, (na, nb), shape, dout))
+        return fresh(make_binary(name, na, nb, shape, dout))
     if len(args) == 1 and type(args[0]) is ndarray:
         a = args[0]
         na = a._var.node if not a._view.steps else a._node
@@ -211,28 +215,75 @@ def _quick(uf: np.ufunc, args) -> ndarray | None:
 
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
     """Record uf(*args) (out=, where=, dtype=, casting= as NumPy's); None where tracer does not
-    record this ufunc (the caller falls back). The common call takes the quick path."""
-    if out is None and where is True and dtype is None:
-        if _depth[0]:  # inside a traced call: its site, its time
-            r = _quick(uf, args)
-            if r is not None:
-                return r
-        else:  # traced's steps, inline
-            t0 = perf_counter()
-            _depth[0] = 1
-            CURRENT[0] = call_site("apply_ufunc")
-            try:
-                r = _quick(uf, args)
-            except Exception as e:
-                trim_numpy_tail(e.__traceback__)
-                raise
-            finally:
-                _depth[0] = 0
-                CURRENT[0] = None
-                STATS.trace_s += perf_counter() - t0
-            if r is not None:
-                return r
-    return _apply_ufunc(uf, args, out, where, dtype, casting)
+    record this ufunc (the caller falls back). The common call takes the quick path: a
+    binary one outside any traced call is _quick's, inline, with traced's steps inline."""
+    if out is not None or where is not True or dtype is not None:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    if _depth[0] or len(args) != 2:  # inside a traced call (its site, its time), or unary
+        r = _quick(uf, args) if _depth[0] else _quick_traced(uf, args)
+        return r if r is not None else _apply_ufunc(uf, args, out, where, dtype, casting)
+    a, b = args
+    t = type(a)
+    if t is ndarray:
+        na = a._var.node if not a._view.steps else a._node
+        ka = na.dtype
+    elif t is float or t is int and 0 <= a < 128:
+        na, ka = None, t
+    else:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    t = type(b)
+    if t is ndarray:
+        nb = b._var.node if not b._view.steps else b._node
+        kb = nb.dtype
+    elif t is float or t is int and 0 <= b < 128:
+        nb, kb = None, t
+    else:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    key = (uf, ka, kb)
+    hit = _QUICK.get(key, False)
+    if hit is False:
+        hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
+    if hit is None or na is not None and nb is not None and nb.shape != na.shape:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    t0 = perf_counter()
+    _depth[0] = 1
+    # the user's frame (recording.call_site, inline)
+    f = start = _getframe(1)
+    while f is not None:
+        code = f.f_code
+        inside = _INTERNAL.get(code.co_filename)
+        if inside is None:
+            inside = internal(code.co_filename)
+        if not inside:
+            break
+        f = f.f_back
+    if f is None:
+        f = start
+    CURRENT[0] = (f.f_code, f.f_lasti, "apply_ufunc", f.f_globals.get("__name__"))
+    del f, start
+    try:
+        name, (da, db, dout) = hit
+        if na is None:
+            shape = nb.shape
+            na = _weak_node(a, da, shape)
+            if kb is not db and kb != db:
+                nb = G.cast(nb, db)
+        else:
+            shape = na.shape
+            if nb is None:
+                nb = _weak_node(b, db, shape)
+            elif kb is not db and kb != db:
+                nb = G.cast(nb, db)
+            if ka is not da and ka != da:
+                na = G.cast(na, da)
+        return fresh(make_binary(name, na, nb, shape, dout))
+    except Exception as e:
+        trim_numpy_tail(e.__traceback__)
+        raise
+    finally:
+        _depth[0] = 0
+        CURRENT[0] = None
+        STATS.trace_s += perf_counter() - t0
 
 
 def _apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
@@ -278,6 +329,7 @@ def _apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="
 
 
 _apply_ufunc = traced(_apply_ufunc, "apply_ufunc")
+_quick_traced = traced(_quick, "apply_ufunc")
 
 
 def _fast_power(uf, ops, dts, dtype):
