@@ -172,9 +172,10 @@ def _steps(program: Program) -> list[tuple]:
         elif nid in program.fills:
             step = (_FILL, nid, n, ins, program.fills[nid], None, dead)
         elif n.op == "fusion":
-            outs = tuple((o.shape, o.dtype) for o in fusion_outputs(n.attr("body")))
+            body = n.attr("body")
+            outs = tuple((o.shape, o.dtype) for o in fusion_outputs(body))
             step = (_FUSION, nid, n, ins, program.kernel_of[nid],
-                    (program.consts_of[nid], n.attr("reuse"), outs), dead)
+                    (program.consts_of[nid], n.attr("reuse"), outs, body), dead)
         elif n.op == "output":
             step = (_OUTPUT, nid, n, ins, n.attr("index"), None, dead)
         else:
@@ -195,6 +196,45 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
     steps = program.steps
     if steps is None:
         steps = program.steps = _steps(program)
+    if bind is None:
+        bind = _NO_BIND
+    if meter is not None or be.releases_storage or not program.warm:
+        return _run(program, be, steps, bind, meter)
+    # a warm program (every kernel compiled) with nothing to measure or hand back: _run's
+    # steps, less what does not apply (its kernels launch, whether compiling in the
+    # background for other layouts or not: theirs is compiled)
+    vals: dict[int, object] = {}
+    get = vals.__getitem__
+    for what, nid, n, ins, a, b, dead in steps:
+        if what == _FUSION:
+            vals[nid] = _launch(be, a, n, list(map(get, ins)), *b)
+        elif what == _INPUT:
+            vals[nid] = be.from_buffer(bind.get(nid) or a)
+        elif what == _CONST:
+            vals[nid] = a
+        elif what == _FILL:
+            vals[nid] = fill(n.shape, n.dtype, a)
+        elif what == _OUTPUT:
+            vals[nid] = vals[ins[0]][a]
+        else:
+            if b:
+                STATS.interpreted_nodes += 1
+            t0 = time.perf_counter()
+            vals[nid] = be.run_node(n, list(map(get, ins)), a)
+            STATS.run_s += time.perf_counter() - t0
+        for d in dead:
+            vals.pop(d, None)
+    be.start_deferred()
+    out = []
+    for r in program.roots:
+        v = vals[id(r)]
+        out.append(Buffer(np.asarray(v) if isinstance(v, np.generic) else v))
+    return out
+
+
+def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
+         ) -> list[Buffer]:
+    """run(), every case."""
     vals: dict[int, object] = {}
     # the results' storage, as soon as it is made: a multi-output fusion's parts are results
     # before the `output` nodes that pick them out run
@@ -203,8 +243,6 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
         if r.op == "output":
             results.setdefault(id(r.inputs[0]), []).append(r.attr("index"))
         results.setdefault(id(r), []).append(None)
-    if bind is None:
-        bind = _NO_BIND
     release = be.release if be.releases_storage else None
     roots_of_storage = program.storage_roots if release is not None else set()
     stores: dict[int, object] = {}  # storage roots' values, until their storage dies
@@ -293,15 +331,18 @@ def _fresh_outputs(got, params: list):
 
 
 def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int | None = None,
-            outs_types: tuple | None = None):
+            outs_types: tuple | None = None, body: Node | None = None):
     """Run a fusion kernel; a multi-output fusion returns the list of its outputs. `reuse`:
     the param whose buffer the (elementwise) result is written over, when its layout allows;
-    `outs_types`: the outputs' (shape, dtype) (from the body where not given)."""
-    body = n.attr("body")
+    `outs_types`: the outputs' (shape, dtype) (from the body where not given); `body`: n's."""
+    if body is None:
+        body = n.attr("body")
     p = params[reuse] if reuse is not None else None
     if p is not None and be.is_contiguous(p) and getattr(getattr(p, "flags", None),
                                                          "writeable", True):
         outs = [p.reshape(n.shape)]  # (differs from p's shape at most by length-1 axes)
+    elif outs_types is not None and len(outs_types) == 1:
+        outs = [be.empty(*outs_types[0])]
     else:
         if outs_types is None:
             outs_types = [(o.shape, o.dtype) for o in fusion_outputs(body)]

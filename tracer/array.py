@@ -275,19 +275,23 @@ class ndarray:
         return format(self.__array__()[()] if self.ndim == 0 else self.__array__(), spec)
 
     def __bool__(self) -> bool:
-        self._probe(bool)
+        if self._view.shape or self.dtype.kind not in "biufc":  # (a 0-d number cannot fail)
+            self._probe(bool)
         return bool(self.__array__())
 
     def __float__(self) -> float:
-        self._probe(float)
+        if self._view.shape or self.dtype.kind not in "biuf":
+            self._probe(float)
         return float(self.__array__())
 
     def __int__(self) -> int:
-        self._probe(int)
+        if self._view.shape or self.dtype.kind not in "biuf":
+            self._probe(int)
         return int(self.__array__())
 
     def __complex__(self) -> complex:
-        self._probe(complex)
+        if self._view.shape or self.dtype.kind not in "biufc":
+            self._probe(complex)
         return complex(self.__array__())
 
     def __index__(self) -> int:

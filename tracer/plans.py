@@ -11,7 +11,7 @@ size). A cached plan holds `Slot` leaves, never the user's buffers, so it keeps 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+import itertools
 
 from tracer.cuda_kernels.executor import buffer_contiguous
 from tracer.ir.node import Node, Slot, make
@@ -22,53 +22,65 @@ MAX_PLANS = 256
 
 
 class Entry:
-    __slots__ = ("program", "slots", "res")
+    __slots__ = ("program", "slots", "res", "slot_ids", "used")
 
     def __init__(self, program, slots, res):
         self.program, self.slots, self.res = program, slots, res
+        self.slot_ids = [id(s) for s in slots]  # the keys of a run's `bind`
+        self.used = 0  # when it was last looked up (_CLOCK): the least recent goes first
 
 
-_PLANS: OrderedDict = OrderedDict()
+_PLANS: dict = {}
+_CLOCK = itertools.count()
 _LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any thread
 
 
 def signature(roots: list[Node], backend: str
               ) -> tuple[tuple, list[Node], list[Node]]:
     """(key, leaves in key order, order): the plan-cache key of the roots' graph, built in the
-    same walk as its toposort (`order`, toposort(roots)'s order node for node). The key may be
-    unhashable (an attribute that is): `get` then raises TypeError."""
+    same walk as its toposort (`order`, toposort(roots)'s order node for node: ir.node._sort's
+    walk, where an input already placed is never pushed again). The key may be unhashable (an
+    attribute that is): `get` then raises TypeError."""
     pos: dict[int, int] = {}
     leaves: list[Node] = []
     order: list[Node] = []
     disabled = CONFIG.disable_passes
     key: list = [backend, tuple(sorted(disabled)) if disabled else (),
                  budget.active() is not None]
-    entered: set[int] = set()
-    for root in roots:  # ir.node._sort's walk, the key built as each node is emitted
+    for root in roots:
         stack = [root]
         while stack:
-            n = stack[-1]
-            k = id(n)
-            if k not in entered:
-                entered.add(k)
-                depth = len(stack)
-                for i in reversed(n.inputs):
-                    if id(i) not in entered:
-                        stack.append(i)
-                if len(stack) > depth:
-                    continue
-            stack.pop()
-            if k in pos:
+            n = stack.pop()
+            if id(n) in pos:
                 continue
-            pos[k] = len(order)
-            order.append(n)
-            if n.op == "input":
-                leaves.append(n)
-                key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
+            ins = n.inputs
+            if ins:
+                depth = len(stack)
+                stack.append(n)
+                for i in reversed(ins):
+                    if id(i) not in pos:
+                        stack.append(i)
+                if len(stack) > depth + 1:
+                    continue
+                stack.pop()
+                pos[id(n)] = len(order)
+                order.append(n)
+                if len(ins) == 2:
+                    at = (pos[id(ins[0])], pos[id(ins[1])])
+                elif len(ins) == 1:
+                    at = (pos[id(ins[0])],)
+                else:
+                    at = tuple([pos[id(i)] for i in ins])
+                key.append((n.op, at, n.shape, n.dtype, n.attrs))
             else:
-                key.append((n.op, tuple([pos[id(i)] for i in n.inputs]), n.shape, n.dtype,
-                            n.attrs))
-    key.append(tuple([pos[id(r)] for r in roots]))
+                pos[id(n)] = len(order)
+                order.append(n)
+                if n.op == "input":
+                    leaves.append(n)
+                    key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
+                else:
+                    key.append((n.op, (), n.shape, n.dtype, n.attrs))
+    key.append((pos[id(roots[0])],) if len(roots) == 1 else tuple([pos[id(r)] for r in roots]))
     return tuple(key), leaves, order
 
 
@@ -91,17 +103,18 @@ def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]
 
 
 def get(key):
-    """The cached entry for this key, or None (a hit moves it to the back of the LRU order).
-    TypeError: the key is unhashable (the graph cannot be cached)."""
-    with _LOCK:
-        entry = _PLANS.get(key)
-        if entry is not None:
-            _PLANS.move_to_end(key)
-        return entry
+    """The cached entry for this key, or None (a hit stamps it as used now: put evicts the
+    least recently used). TypeError: the key is unhashable (the graph cannot be cached)."""
+    entry = _PLANS.get(key)  # (one dict lookup: atomic, no lock needed)
+    if entry is not None:
+        entry.used = next(_CLOCK)
+    return entry
 
 
 def put(key, entry: Entry) -> None:
     with _LOCK:
+        entry.used = next(_CLOCK)
         _PLANS[key] = entry
         if len(_PLANS) > MAX_PLANS:
-            _PLANS.popitem(last=False)
+            oldest = min(_PLANS, key=lambda k: _PLANS[k].used)
+            del _PLANS[oldest]

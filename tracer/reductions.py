@@ -69,6 +69,24 @@ def _finish(res: ndarray, out):
     return out
 
 
+_RESULT_DTYPES: dict[tuple, np.dtype] = {}  # (ufunc, input dtype) -> the reduction's dtype
+
+
+def _result_dtype(ufunc, x, axes, dtype) -> np.dtype:
+    """The dtype of ufunc's reduction of x over axes with dtype=dtype: NumPy's, from a
+    one-element stand-in (its errors and warnings too), kept per input dtype where no dtype=
+    is given (it does not depend on the axes)."""
+    key = (ufunc, x.dtype) if dtype is None else None
+    got = _RESULT_DTYPES.get(key) if key is not None else None
+    if got is None:
+        probe = np.zeros((1,) * x.ndim, x.dtype)
+        got = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
+            ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
+        if key is not None:
+            _RESULT_DTYPES[key] = got
+    return got
+
+
 @traced
 def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
            where=True):
@@ -92,11 +110,13 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
             empty = ufunc.reduce(np.empty(x.shape, x.dtype), axis=axes, dtype=dtype,
                                  keepdims=keepdims, initial=initial)
         return _finish(ndarray._from_node(G.leaf(np.asarray(empty))), out)
-    probe = np.zeros((1,) * x.ndim, x.dtype)
-    res_dt = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
-        ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
-    with np.errstate(all="ignore"):
-        src = G.cast(x, np.bool_ if OPS[op].accumulate == ACC_LOGICAL else res_dt)
+    res_dt = _result_dtype(ufunc, x, axes, dtype)
+    target = np.bool_ if OPS[op].accumulate == ACC_LOGICAL else res_dt
+    if x.op == "const":
+        with np.errstate(all="ignore"):
+            src = G.cast(x, target)
+    else:  # (only a constant's cast computes anything)
+        src = G.cast(x, target)
     if axes:
         node = G.reduce(op, src, axes)
     else:  # NumPy starts from `initial` where given

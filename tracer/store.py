@@ -7,6 +7,7 @@ array's values (its Var evaluated, its view steps replayed by NumPy).
 """
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 
@@ -72,6 +73,8 @@ def shared(buf, var: "Var | None" = None) -> None:
     must copy before it writes again."""
     if buf.owner is not None and buf.owner != id(var):
         buf.owner = None
+    if not _OWNED.data:  # (no buffer is owned: the usual case where eager mode is off)
+        return
     h = buf.host
     while h is not None:
         o = _OWNED.get(id(h))
@@ -172,17 +175,23 @@ def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
     (reading one raises it again), the others are computed. `strict`: raise the error of a
     variable asked for (a read), else keep it for later (a flush)."""
     with LOCK:
-        targets: list[Var] = []
-        seen = set()
-        for v in vars_:
-            if v.node.op != "input" and id(v) not in seen and (strict or not _failed(v)):
-                seen.add(id(v))
-                targets.append(v)
-        if not targets:
-            return
+        if len(vars_) == 1:  # (the usual read)
+            v = vars_[0]
+            if v.node.op == "input" or not strict and _failed(v):
+                return
+            targets, seen = [v], {id(v)}
+        else:
+            targets = []
+            seen = set()
+            for v in vars_:
+                if v.node.op != "input" and id(v) not in seen and (strict or not _failed(v)):
+                    seen.add(id(v))
+                    targets.append(v)
+            if not targets:
+                return
         allv = targets + _extras(targets, seen)
         failed: dict[int, Exception] = {}
-        for group, small in _by_size([v.node for v in allv], allv):
+        for group, small in _by_size(allv):
             failed.update(_realize(group, small))
     if strict and failed:
         errors = [failed[id(v)] for v in targets if id(v) in failed]
@@ -228,7 +237,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     aside."""
     failed: dict[int, Exception] = {}
     while group:
-        nodes = [v.node for v in group]
+        nodes = list(map(_node_of, group))
         try:
             bufs = engine.execute(nodes, small)
         except Exception as e:
@@ -281,12 +290,15 @@ def _near(root: Node, in_graph: set[int]) -> bool:
     return reads
 
 
-def _by_size(roots: list[Node], vars_: list) -> list[tuple[list, bool]]:
+_node_of = operator.attrgetter("node")
+
+
+def _by_size(vars_: list[Var]) -> list[tuple[list, bool]]:
     """(variables, small) for each evaluation: the variables whose values run by NumPy op by op
     (engine.small_roots) apart from the rest, so they are not compiled along with a big one."""
     if not CONFIG.small_graph:
         return [(vars_, False)]
-    small = engine.small_roots(roots)
+    small = engine.small_roots(list(map(_node_of, vars_)))
     if not any(small):
         return [(vars_, False)]
     groups = ([v for v, s in zip(vars_, small) if s], [v for v, s in zip(vars_, small) if not s])
@@ -297,9 +309,12 @@ def to_numpy(a) -> np.ndarray:
     """The values of lazy array `a` (read-only NumPy array): its Var evaluated, its view's
     steps replayed by NumPy."""
     with LOCK:  # another thread may assign the variable once it is realized
-        evaluate_vars([a._var])
-        buf = a._var.node.attr("buf")
+        var = a._var
+        if var.node.op != "input":
+            evaluate_vars([var])
+        buf = var.node.attrs[0][1]
     host = to_host(buf)
-    out = apply_view_numpy(host, a._view.steps).view()
+    steps = a._view.steps
+    out = apply_view_numpy(host, steps).view() if steps else host.view()
     out.flags.writeable = False
     return out

@@ -184,7 +184,9 @@ class CpuBackend(Backend):
         before = len(fn.overloads)
         hits = sum(fn._cache_hits.values())
         sizes, scratch = self._extra_args(kernel.kind, body)
-        args = (*outs, *params, *consts, *sizes, *[np.empty(s, dt) for s, dt in scratch])
+        if scratch:
+            sizes = (*sizes, *[np.empty(s, dt) for s, dt in scratch])
+        args = (*outs, *params, *consts, *sizes)
         t0 = time.perf_counter()
         try:
             fn(*args)
