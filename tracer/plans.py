@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 import itertools
 
+from numpy import ndarray
+
 from tracer.cuda_kernels.executor import buffer_contiguous
 from tracer.ir.node import Node, Slot, make
 from tracer.ir.config import CONFIG
@@ -47,39 +49,56 @@ def signature(roots: list[Node], backend: str
     disabled = CONFIG.disable_passes
     key: list = [backend, tuple(sorted(disabled)) if disabled else (),
                  budget.active() is not None]
+    push = None
     for root in roots:
         stack = [root]
+        push = stack.append
         while stack:
             n = stack.pop()
-            if id(n) in pos:
+            k = id(n)
+            if k in pos:
                 continue
             ins = n.inputs
-            if ins:
-                depth = len(stack)
-                stack.append(n)
-                for i in reversed(ins):
-                    if id(i) not in pos:
-                        stack.append(i)
-                if len(stack) > depth + 1:
-                    continue
-                stack.pop()
-                pos[id(n)] = len(order)
-                order.append(n)
-                if len(ins) == 2:
-                    at = (pos[id(ins[0])], pos[id(ins[1])])
-                elif len(ins) == 1:
-                    at = (pos[id(ins[0])],)
-                else:
-                    at = tuple([pos[id(i)] for i in ins])
-                key.append((n.op, at, n.shape, n.dtype, n.attrs))
-            else:
-                pos[id(n)] = len(order)
+            if not ins:  # a leaf
+                pos[k] = len(order)
                 order.append(n)
                 if n.op == "input":
                     leaves.append(n)
-                    key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
+                    buf = n.attrs[0][1]
+                    v = buf.value
+                    key.append((n.shape, n.dtype, v.flags.c_contiguous if type(v) is ndarray
+                                else buffer_contiguous(buf)))
                 else:
                     key.append((n.op, (), n.shape, n.dtype, n.attrs))
+                continue
+            if len(ins) == 2:
+                a, b = ins
+                pa, pb = pos.get(id(a)), pos.get(id(b))
+                if pa is None or pb is None:
+                    push(n)
+                    if pb is None:
+                        push(b)
+                    if pa is None:
+                        push(a)
+                    continue
+                at = (pa, pb)
+            elif len(ins) == 1:
+                pa = pos.get(id(ins[0]))
+                if pa is None:
+                    push(n)
+                    push(ins[0])
+                    continue
+                at = (pa,)
+            else:
+                missing = [i for i in reversed(ins) if id(i) not in pos]
+                if missing:
+                    push(n)
+                    stack.extend(missing)
+                    continue
+                at = tuple([pos[id(i)] for i in ins])
+            pos[k] = len(order)
+            order.append(n)
+            key.append((n.op, at, n.shape, n.dtype, n.attrs))
     key.append((pos[id(roots[0])],) if len(roots) == 1 else tuple([pos[id(r)] for r in roots]))
     return tuple(key), leaves, order
 

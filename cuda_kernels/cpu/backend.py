@@ -2,6 +2,7 @@
 launched on host arrays; views and library ops by NumPy (scatters by cpu/scatter.py)."""
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import time
@@ -61,6 +62,7 @@ def init_nrt(ctx) -> None:
 
 class CpuBackend(Backend):
     name = "cpu"
+    reads_host_arrays = True
 
     def __init__(self):
         self.pool = HostPool()
@@ -105,10 +107,11 @@ class CpuBackend(Backend):
         compile_pool.prepare(self, [(k, self.signature(n, k, consts)) for n, k, consts in fusions])
 
     def ready(self, kernel) -> bool:
-        return compile_pool.ready(self, kernel)
+        return kernel.pending is None or compile_pool.ready(self, kernel)
 
     def start_deferred(self) -> None:
-        compile_pool.start_deferred()
+        if compile_pool._DEFERRED:
+            compile_pool.start_deferred()
 
     def signature(self, n: Node, kernel, consts: list) -> tuple:
         """The Numba argument types fusion n's kernel will be launched with (see `launch`),
@@ -203,6 +206,49 @@ class CpuBackend(Backend):
             return
         disk = sum(fn._cache_hits.values()) > hits
         record_launch(seconds, not disk, disk, not disk and before > 0)
+
+    def launcher(self, kernel, body: Node, consts: list, out_type: tuple):
+        """launch() for one program step, its constant parts worked out once: the output
+        allocated (by NumPy below the pool's size), the arguments after the constants, the
+        accounting of a launch that compiled or loaded the kernel (record_launch)."""
+        fn = kernel.fn
+        shape, dtype = out_type
+        sizes, scratch = self._extra_args(kernel.kind, body)
+        tail = (*consts, *sizes)
+        empty = np.empty if math.prod(shape) * dtype.itemsize < HostPool.MIN_BYTES else \
+            self.pool.empty
+        overloads, hits = fn.overloads, fn._cache_hits
+        perf_counter = time.perf_counter
+        seen = [-1, 0]  # overloads, cache hits when last counted (hits grow only with overloads)
+
+        def run(params: list):
+            out = empty(shape, dtype)
+            if scratch:
+                args = (out, *params, *tail, *[np.empty(s, dt) for s, dt in scratch])
+            else:
+                args = (out, *params, *tail)
+            before = len(overloads)
+            if before != seen[0]:
+                seen[0], seen[1] = before, sum(hits.values())
+            t0 = perf_counter()
+            try:
+                fn(*args)
+            except Exception:  # as launch(): a damaged disk cache entry is dropped, once
+                if len(overloads) > before or not purge_disk_cache(kernel.module, kernel.name):
+                    raise
+                fn(*args)
+            seconds = perf_counter() - t0
+            now = len(overloads)
+            if now == before:
+                STATS.run_s += seconds
+                STATS.kernels_launched += 1
+                return out
+            total = sum(hits.values())
+            disk = total > seen[1]
+            seen[0], seen[1] = now, total
+            record_launch(seconds, not disk, disk, not disk and before > 0)
+            return out
+        return run
 
     def run_node(self, n: Node, args: list, inplace: bool = False):
         """Views, library ops (matmul, concatenate, setslice, gather, scatter) and interpreter
