@@ -217,7 +217,16 @@ def _build(op, inputs, shape, dtype, attrs, key) -> Node:
 def make_leaf(shape: tuple[int, ...], dtype: np.dtype, buf: Buffer) -> Node:
     """make("input", (), shape, dtype, (("buf", buf),)) for a shape and dtype already in
     their canonical form (a node's own: a tuple of ints, an np.dtype)."""
-    return _build("input", (), shape, dtype, (("buf", buf),), None)
+    node = _new(_NodeFields)
+    node.op = "input"
+    node.inputs = ()
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = (("buf", buf),)
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
+    return node
 
 
 def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:

@@ -165,10 +165,6 @@ def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
     return a
 
 
-def _leaf_for(node: Node, buf) -> Node:
-    return make_leaf(node.shape, node.dtype, buf)
-
-
 def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
     """Compute the variables and make their nodes realized leaves. An evaluation error stays
     with the variables whose value depends on the op that raised it: they stay as they are
@@ -179,7 +175,13 @@ def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
             v = vars_[0]
             if v.node.op == "input" or not strict and _failed(v):
                 return
-            targets, seen = [v], {id(v)}
+            targets = [v]
+            if len(_PENDING) == 1 and not CONFIG.small_graph and _is_pending(v):
+                failed = _realize(targets, False)  # nothing else pending: no extras
+                if strict and failed:
+                    raise failed[id(v)]
+                return
+            seen = {id(v)}
         else:
             targets = []
             seen = set()
@@ -249,9 +251,10 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             group = [v for v, h in zip(group, hit) if not h]
             continue
         for v, n, buf in zip(group, nodes, bufs):
-            shared(buf)  # an output may be an input's buffer, or a view of it
+            if buf.owner is not None or _OWNED.data:
+                shared(buf)  # an output may be an input's buffer, or a view of it
             if v.node is n:
-                v.node = _leaf_for(n, buf)
+                v.node = make_leaf(n.shape, n.dtype, buf)
                 _PENDING.pop(id(v), None)
         break
     return failed
