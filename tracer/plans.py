@@ -43,24 +43,23 @@ def signature(roots: list[Node], backend: str
     same walk as its toposort (`order`, toposort(roots)'s order node for node: ir.node._sort's
     walk, where an input already placed is never pushed again). The key may be unhashable (an
     attribute that is): `get` then raises TypeError."""
-    pos: dict[int, int] = {}
+    pos: dict[Node, int] = {}  # (nodes hash and compare by identity)
     leaves: list[Node] = []
     order: list[Node] = []
     disabled = CONFIG.disable_passes
     key: list = [backend, tuple(sorted(disabled)) if disabled else (),
                  budget.active() is not None]
-    push = None
+    get = pos.get
     for root in roots:
         stack = [root]
         push = stack.append
         while stack:
             n = stack.pop()
-            k = id(n)
-            if k in pos:
+            if n in pos:
                 continue
             ins = n.inputs
             if not ins:  # a leaf
-                pos[k] = len(order)
+                pos[n] = len(order)
                 order.append(n)
                 if n.op == "input":
                     leaves.append(n)
@@ -73,7 +72,7 @@ def signature(roots: list[Node], backend: str
                 continue
             if len(ins) == 2:
                 a, b = ins
-                pa, pb = pos.get(id(a)), pos.get(id(b))
+                pa, pb = get(a), get(b)
                 if pa is None or pb is None:
                     push(n)
                     if pb is None:
@@ -83,23 +82,23 @@ def signature(roots: list[Node], backend: str
                     continue
                 at = (pa, pb)
             elif len(ins) == 1:
-                pa = pos.get(id(ins[0]))
+                pa = get(ins[0])
                 if pa is None:
                     push(n)
                     push(ins[0])
                     continue
                 at = (pa,)
             else:
-                missing = [i for i in reversed(ins) if id(i) not in pos]
+                missing = [i for i in reversed(ins) if i not in pos]
                 if missing:
                     push(n)
                     stack.extend(missing)
                     continue
-                at = tuple([pos[id(i)] for i in ins])
-            pos[k] = len(order)
+                at = tuple(map(pos.__getitem__, ins))
+            pos[n] = len(order)
             order.append(n)
             key.append((n.op, at, n.shape, n.dtype, n.attrs))
-    key.append((pos[id(roots[0])],) if len(roots) == 1 else tuple([pos[id(r)] for r in roots]))
+    key.append((pos[roots[0]],) if len(roots) == 1 else tuple(map(pos.__getitem__, roots)))
     return tuple(key), leaves, order
 
 
