@@ -40,64 +40,56 @@ _LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any
 def signature(roots: list[Node], backend: str
               ) -> tuple[tuple, list[Node], list[Node]]:
     """(key, leaves in key order, order): the plan-cache key of the roots' graph, built in the
-    same walk as its toposort (`order`, toposort(roots)'s order node for node: ir.node._sort's
-    walk, where an input already placed is never pushed again). The key may be unhashable (an
-    attribute that is): `get` then raises TypeError."""
+    same walk as its toposort (`order`, toposort(roots)'s order node for node: each node after
+    its inputs in their order, where leaves are placed as they are met and an inner input is
+    walked before the inputs after it). The key may be unhashable (an attribute that is): `get`
+    then raises TypeError."""
     pos: dict[Node, int] = {}  # (nodes hash and compare by identity)
     leaves: list[Node] = []
     order: list[Node] = []
     disabled = CONFIG.disable_passes
     key: list = [backend, tuple(sorted(disabled)) if disabled else (),
                  budget.active() is not None]
-    get = pos.get
     for root in roots:
         stack = [root]
-        push = stack.append
         while stack:
-            n = stack.pop()
+            n = stack[-1]
             if n in pos:
+                stack.pop()
                 continue
             ins = n.inputs
-            if not ins:  # a leaf
-                pos[n] = len(order)
-                order.append(n)
-                if n.op == "input":
-                    leaves.append(n)
-                    buf = n.attrs[0][1]
+            blocked = False
+            for i in ins:  # n's inputs in order: a leaf placed at once, an inner one first
+                if i in pos:
+                    continue
+                if i.inputs:
+                    stack.append(i)
+                    blocked = True
+                    break
+                pos[i] = len(order)
+                order.append(i)
+                if i.op == "input":
+                    leaves.append(i)
+                    buf = i.attrs[0][1]
                     v = buf.value
-                    key.append((n.shape, n.dtype, v.flags.c_contiguous if type(v) is ndarray
+                    key.append((i.shape, i.dtype, v.flags.c_contiguous if type(v) is ndarray
                                 else buffer_contiguous(buf)))
                 else:
-                    key.append((n.op, (), n.shape, n.dtype, n.attrs))
+                    key.append((i.op, (), i.shape, i.dtype, i.attrs))
+            if blocked:
                 continue
-            if len(ins) == 2:
-                a, b = ins
-                pa, pb = get(a), get(b)
-                if pa is None or pb is None:
-                    push(n)
-                    if pb is None:
-                        push(b)
-                    if pa is None:
-                        push(a)
-                    continue
-                at = (pa, pb)
-            elif len(ins) == 1:
-                pa = get(ins[0])
-                if pa is None:
-                    push(n)
-                    push(ins[0])
-                    continue
-                at = (pa,)
-            else:
-                missing = [i for i in reversed(ins) if i not in pos]
-                if missing:
-                    push(n)
-                    stack.extend(missing)
-                    continue
-                at = tuple(map(pos.__getitem__, ins))
+            stack.pop()
             pos[n] = len(order)
             order.append(n)
-            key.append((n.op, at, n.shape, n.dtype, n.attrs))
+            if len(ins) == 2:
+                key.append((n.op, (pos[ins[0]], pos[ins[1]]), n.shape, n.dtype, n.attrs))
+            elif ins:
+                key.append((n.op, tuple(map(pos.__getitem__, ins)), n.shape, n.dtype, n.attrs))
+            elif n.op == "input":  # a root that is a leaf
+                leaves.append(n)
+                key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
+            else:
+                key.append((n.op, (), n.shape, n.dtype, n.attrs))
     key.append((pos[roots[0]],) if len(roots) == 1 else tuple(map(pos.__getitem__, roots)))
     return tuple(key), leaves, order
 
