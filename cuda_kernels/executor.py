@@ -206,8 +206,16 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
     fast = program.fast
     if fast is None:
         fast = program.fast = _fast_steps(program, be, steps)
-    host = be.reads_host_arrays
+    inputs, fast = fast
     vals: dict[int, object] = {}
+    if be.reads_host_arrays:
+        for nid, a in inputs:
+            buf = bind.get(nid) or a
+            v = buf.value
+            vals[nid] = v if type(v) is np.ndarray else be.from_buffer(buf)
+    else:
+        for nid, a in inputs:
+            vals[nid] = be.from_buffer(bind.get(nid) or a)
     get = vals.__getitem__
     for what, nid, n, ins, a, b, dead in fast:
         if what == _FUSION:
@@ -220,10 +228,6 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
                 del params
                 STATS.tiered_runs += 1
                 STATS.run_s += time.perf_counter() - t0
-        elif what == _INPUT:
-            buf = bind.get(nid) or a
-            v = buf.value
-            vals[nid] = v if host and type(v) is np.ndarray else be.from_buffer(buf)
         elif what == _CONST:
             vals[nid] = a
         elif what == _FILL:
@@ -255,12 +259,17 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
 _new = object.__new__
 
 
-def _fast_steps(program: Program, be, steps: list) -> list[tuple]:
-    """The steps of a warm program's run: a fusion's `a` is the function params -> its value
-    (the backend's launcher where it has one for it, else _launch), its `b` its kernel."""
-    out = []
+def _fast_steps(program: Program, be, steps: list) -> tuple[list, list]:
+    """A warm program's run: (its leaves as (id, buffer), read first; the other steps, where a
+    fusion's `a` is the function params -> its value (the backend's launcher where it has one
+    for it, else _launch) and its `b` its kernel). A leaf's value goes at its last reader's
+    position as in `steps` (leaves are no one's readers)."""
+    inputs, out = [], []
     for step in steps:
         what, nid, n, ins, kernel, b, dead = step
+        if what == _INPUT:
+            inputs.append((nid, kernel))  # (its `dead` is empty: a leaf reads nothing)
+            continue
         if what == _FUSION:
             consts, reuse, outs_types, body = b
             fn = None
@@ -272,7 +281,7 @@ def _fast_steps(program: Program, be, steps: list) -> list[tuple]:
                     return _launch(be, kernel, n, params, *b)
             step = (what, nid, n, ins, fn, kernel, dead)
         out.append(step)
-    return out
+    return inputs, out
 
 
 def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None

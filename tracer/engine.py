@@ -55,7 +55,7 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
 def lookup(roots: list[Node], be: str):
     """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
     leaves in the order of entry.slots; None when the graph cannot be cached."""
-    key, leaves, order = plans.signature(roots, be)
+    key, leaves, order, _ = plans.signature(roots, be)
     try:
         entry = plans.get(key)
     except TypeError:  # an unhashable attribute
@@ -109,13 +109,13 @@ def execute(roots: list[Node], small: bool = False) -> list:
         return interpret(roots)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
         t0 = time.perf_counter()
-        key, leaves, order = plans.signature(roots, backend())
+        key, _, _, bufs = plans.signature(roots, backend())
         try:
             entry = plans.get(key)
         except TypeError:  # an unhashable attribute: no plan to find (plan() plans anew)
             entry = None
         if entry is not None:
-            bind = dict(zip(entry.slot_ids, [leaf.attrs[0][1] for leaf in leaves]))
+            bind = dict(zip(entry.slot_ids, bufs))
             STATS.optimize_s += time.perf_counter() - t0
             STATS.plan_cache_hits += 1
             return run(entry.program, bind, roots, entry.res.split)

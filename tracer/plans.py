@@ -38,14 +38,15 @@ _LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any
 
 
 def signature(roots: list[Node], backend: str
-              ) -> tuple[tuple, list[Node], list[Node]]:
-    """(key, leaves in key order, order): the plan-cache key of the roots' graph, built in the
-    same walk as its toposort (`order`, toposort(roots)'s order node for node: each node after
-    its inputs in their order, where leaves are placed as they are met and an inner input is
-    walked before the inputs after it). The key may be unhashable (an attribute that is): `get`
-    then raises TypeError."""
+              ) -> tuple[tuple, list[Node], list[Node], list]:
+    """(key, leaves in key order, order, the leaves' buffers): the plan-cache key of the roots'
+    graph, built in the same walk as its toposort (`order`, toposort(roots)'s order node for
+    node: each node after its inputs in their order, where leaves are placed as they are met
+    and an inner input is walked before the inputs after it). The key may be unhashable (an
+    attribute that is): `get` then raises TypeError."""
     pos: dict[Node, int] = {}  # (nodes hash and compare by identity)
     leaves: list[Node] = []
+    bufs: list = []
     order: list[Node] = []
     disabled = CONFIG.disable_passes
     key: list = [backend, tuple(sorted(disabled)) if disabled else (),
@@ -71,6 +72,7 @@ def signature(roots: list[Node], backend: str
                 if i.op == "input":
                     leaves.append(i)
                     buf = i.attrs[0][1]
+                    bufs.append(buf)
                     v = buf.value
                     key.append((i.shape, i.dtype, v.flags.c_contiguous if type(v) is ndarray
                                 else buffer_contiguous(buf)))
@@ -87,11 +89,12 @@ def signature(roots: list[Node], backend: str
                 key.append((n.op, tuple(map(pos.__getitem__, ins)), n.shape, n.dtype, n.attrs))
             elif n.op == "input":  # a root that is a leaf
                 leaves.append(n)
+                bufs.append(n.attrs[0][1])
                 key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
             else:
                 key.append((n.op, (), n.shape, n.dtype, n.attrs))
     key.append((pos[roots[0]],) if len(roots) == 1 else tuple(map(pos.__getitem__, roots)))
-    return tuple(key), leaves, order
+    return tuple(key), leaves, order, bufs
 
 
 def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]

@@ -136,11 +136,6 @@ def flush() -> None:
             evaluate_vars(live, strict=False)  # a failed value keeps its error until read
 
 
-def pending_vars() -> list[Var]:
-    with LOCK:
-        return _live()
-
-
 def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
     if kind == "slice":
         return a[tuple(py_slice(*s) for s in arg)]
@@ -211,7 +206,7 @@ def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
         return []
     if len(_PENDING) <= len(targets) and all(map(_is_pending, targets)):
         return []  # nothing pending but the targets (distinct, so they are all of it)
-    others = [v for v in pending_vars() if id(v) not in seen]
+    others = [v for v in _live() if id(v) not in seen]  # (LOCK is held)
     if not others:
         return []
     in_graph = {id(n) for n in toposort([v.node for v in targets])}

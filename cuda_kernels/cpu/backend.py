@@ -221,12 +221,16 @@ class CpuBackend(Backend):
         perf_counter = time.perf_counter
         seen = [-1, 0]  # overloads, cache hits when last counted (hits grow only with overloads)
 
+        one = scratch[0] if len(scratch) == 1 else None
+
         def run(params: list):
             out = empty(shape, dtype)
-            if scratch:
-                args = (out, *params, *tail, *[np.empty(s, dt) for s, dt in scratch])
-            else:
+            if not scratch:
                 args = (out, *params, *tail)
+            elif one is not None:
+                args = (out, *params, *tail, np.empty(*one))
+            else:
+                args = (out, *params, *tail, *[np.empty(s, dt) for s, dt in scratch])
             before = len(overloads)
             if before != seen[0]:
                 seen[0], seen[1] = before, sum(hits.values())
