@@ -332,7 +332,7 @@ def fresh(node: Node) -> ndarray:
     # Var(node)'s steps (debug.recorded, store._note_pending), inline
     if node.site is None and CURRENT[0] is not None:
         set_site(node, CURRENT[0])
-    state = ERR_STATE.get()  # debug.errstate_raises(), its usual case inline
+    state = _err_state()  # debug.errstate_raises(), its usual case inline
     if (LAST_STATE[1] if state is LAST_STATE[0] else errstate_raises()) or CONFIG.eager:
         var = Var(node)  # run now (debug.recorded)
     else:
@@ -358,6 +358,7 @@ def fresh(node: Node) -> ndarray:
 
 
 _ref = weakref.ref
+_err_state = ERR_STATE.get  # (a method of an imported name is looked up at every call)
 
 
 def stands_for_scalar(a: "ndarray") -> bool:

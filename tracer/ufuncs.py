@@ -120,6 +120,7 @@ def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...
 # (the loop's dtypes) is worked out once per (ufunc, operand types) by the general path's
 # own functions; anything else takes the general path.
 
+_internal_get = _INTERNAL.get  # (a method of an imported name is looked up at every call)
 _QUICK: dict[tuple, tuple | None] = {}  # (ufunc, operand kinds) -> (op name, loop dtypes)
 _WEAK: dict[tuple, Node] = {}  # (value, dtype, shape) -> the constant, broadcast
 
@@ -251,7 +252,7 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
     f = start = _getframe(1)
     while f is not None:
         code = f.f_code
-        inside = _INTERNAL.get(code.co_filename)
+        inside = _internal_get(code.co_filename)
         if inside is None:
             inside = internal(code.co_filename)
         if not inside:
