@@ -334,16 +334,15 @@ def fresh(node: Node) -> ndarray:
         set_site(node, CURRENT[0])
     state = _err_state()  # debug.errstate_raises(), its usual case inline
     if (LAST_STATE[1] if state is LAST_STATE[0] else errstate_raises()) or CONFIG.eager:
-        var = Var(node)  # run now (debug.recorded)
-    else:
-        var = _new(Var)
-        var.node = node
-        var.owner = None
-        var.version = 0
-        _PENDING[id(var)] = _ref(var)  # store._note_pending, inline
-        _store._pending_nodes += 1
-        if _store._pending_nodes > CONFIG.flush_nodes:
-            _store.flush()
+        return ndarray(Var(node))  # run now (debug.recorded): a leaf, laid out as it came
+    var = _new(Var)
+    var.node = node
+    var.owner = None
+    var.version = 0
+    _PENDING[id(var)] = _ref(var)  # store._note_pending, inline
+    _store._pending_nodes += 1
+    if _store._pending_nodes > CONFIG.flush_nodes:
+        _store.flush()
     out = _new(ndarray)
     out._var = var
     view = _C_VIEWS.get(node.shape)
