@@ -57,6 +57,9 @@ class Backend(ABC):
     # whether the executor hands each intermediate's storage back (`release`) when it dies; a
     # backend whose allocator tells that by itself leaves this False
     releases_storage: bool = False
+    # whether from_buffer(buf) is buf.value itself where that is a NumPy array (the executor
+    # then reads it without the call)
+    reads_host_arrays: bool = False
 
     # ---- code generation and loading (compiler.py)
     @abstractmethod
@@ -118,6 +121,13 @@ class Backend(ABC):
     @abstractmethod
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         """Run a fusion kernel, writing `outs`."""
+
+    def launcher(self, kernel, body: Node, consts: list, out_type: tuple):
+        """A function params -> output that allocates the one output of type out_type
+        ((shape, dtype)) and launches kernel (not flat) on it: what the executor's general
+        launch does for such a fusion, made once per program step. None: no such shortcut
+        (the executor's general launch runs it)."""
+        return None
 
     @abstractmethod
     def run_node(self, n: Node, args: list, inplace: bool = False):

@@ -40,6 +40,9 @@ class Program:
     dead_after: list = field(default_factory=list)  # per position: values no later node reads
     freed_after: list = field(default_factory=list)  # per position: storages that die there
     compiled: bool = False  # compile() loaded its kernels and started their compiles
+    steps: list | None = None  # what `run` does at each position (_steps), made at its first run
+    fast: list | None = None  # the steps of a warm run (_fast_steps), made at its first
+    warm: bool = False  # every kernel has been compiled once (none compiles at its launch)
 
     @property
     def storage_roots(self) -> set[int]:
@@ -47,9 +50,11 @@ class Program:
 
 
 def buffer_contiguous(buf) -> bool:
+    v = buf.value
+    if type(v) is np.ndarray:
+        return v.flags.c_contiguous
     if isinstance(buf, Slot):
         return buf.contiguous
-    v = buf.value
     if isinstance(v, (np.ndarray, np.generic)):
         return np.asarray(v).flags.c_contiguous
     # a device array (numba-cuda's `flags` is a plain dict, the simulator's NumPy's own)
@@ -148,11 +153,140 @@ class PeakMeter:
         self.peak = max(self.peak, sum(live.values()))
 
 
+# what run does at a position of the program's order
+_INPUT, _CONST, _FILL, _FUSION, _OUTPUT, _NODE = range(6)
+
+
+def _steps(program: Program) -> list[tuple]:
+    """Per position of program.order: (what, id(node), node, input ids, a, b, dead), where
+    `dead` lists the values no later position reads; a and b: the constant's value, a fill's
+    value, a fusion's (kernel, (constants, reuse, output types)), an output's index, a node's
+    whether it updates in place."""
+    steps = []
+    for n, dead in zip(program.order, program.dead_after):
+        nid = id(n)
+        ins = tuple([id(i) for i in n.inputs])
+        if n.op == "input":
+            step = (_INPUT, nid, n, ins, n.attr("buf"), None, dead)
+        elif n.op == "const":
+            step = (_CONST, nid, n, ins, const_value(n), None, dead)
+        elif nid in program.fills:
+            step = (_FILL, nid, n, ins, program.fills[nid], None, dead)
+        elif n.op == "fusion":
+            body = n.attr("body")
+            outs = tuple((o.shape, o.dtype) for o in fusion_outputs(body))
+            step = (_FUSION, nid, n, ins, program.kernel_of[nid],
+                    (program.consts_of[nid], n.attr("reuse"), outs, body), dead)
+        elif n.op == "output":
+            step = (_OUTPUT, nid, n, ins, n.attr("index"), None, dead)
+        else:
+            step = (_NODE, nid, n, ins, nid in program.inplace, n.op not in VIEW_OPS + LIBRARY_OPS,
+                    dead)
+        steps.append(step)
+    return steps
+
+
+_NO_BIND: dict = {}
+
+
 def run(program: Program, bind: dict[int, Buffer] | None = None,
         meter: PeakMeter | None = None) -> list[Buffer]:
     """Run the program; `bind` maps input nodes (by id) to the buffers to read instead of
     theirs (a cached plan's slots); `meter` measures what its intermediates held."""
     be = backends.get(program.backend)
+    steps = program.steps
+    if steps is None:
+        steps = program.steps = _steps(program)
+    if bind is None:
+        bind = _NO_BIND
+    if meter is not None or be.releases_storage or not program.warm:
+        return _run(program, be, steps, bind, meter)
+    # a warm program (every kernel compiled) with nothing to measure or hand back: _run's
+    # steps, less what does not apply, fusions by their launchers
+    fast = program.fast
+    if fast is None:
+        fast = program.fast = _fast_steps(program, be, steps)
+    inputs, fast = fast
+    vals: dict[int, object] = {}
+    if be.reads_host_arrays:
+        for nid, a in inputs:
+            buf = bind.get(nid) or a
+            v = buf.value
+            vals[nid] = v if type(v) is np.ndarray else be.from_buffer(buf)
+    else:
+        for nid, a in inputs:
+            vals[nid] = be.from_buffer(bind.get(nid) or a)
+    get = vals.__getitem__
+    for what, nid, n, ins, a, b, dead in fast:
+        if what == _FUSION:
+            if be.ready(b) or not tiled_fits(n):
+                vals[nid] = a(list(map(get, ins)))
+            else:  # its kernel is compiling in the background (for other layouts): NumPy
+                t0 = time.perf_counter()
+                params = list(map(get, ins))
+                vals[nid] = _fresh_outputs(run_tiled(n, params), params)
+                del params
+                STATS.tiered_runs += 1
+                STATS.run_s += time.perf_counter() - t0
+        elif what == _CONST:
+            vals[nid] = a
+        elif what == _FILL:
+            vals[nid] = fill(n.shape, n.dtype, a)
+        elif what == _OUTPUT:
+            vals[nid] = vals[ins[0]][a]
+        else:
+            if b:
+                STATS.interpreted_nodes += 1
+            t0 = time.perf_counter()
+            vals[nid] = be.run_node(n, list(map(get, ins)), a)
+            STATS.run_s += time.perf_counter() - t0
+        for d in dead:
+            vals.pop(d, None)
+    be.start_deferred()
+    out = []
+    for r in program.roots:
+        v = vals[id(r)]
+        if isinstance(v, np.generic):
+            v = np.asarray(v)
+        buf = _new(Buffer)  # Buffer(v), inline
+        buf.value = v
+        buf.host = v if isinstance(v, np.ndarray) else None
+        buf.owner = None
+        out.append(buf)
+    return out
+
+
+_new = object.__new__
+
+
+def _fast_steps(program: Program, be, steps: list) -> tuple[list, list]:
+    """A warm program's run: (its leaves as (id, buffer), read first; the other steps, where a
+    fusion's `a` is the function params -> its value (the backend's launcher where it has one
+    for it, else _launch) and its `b` its kernel). A leaf's value goes at its last reader's
+    position as in `steps` (leaves are no one's readers)."""
+    inputs, out = [], []
+    for step in steps:
+        what, nid, n, ins, kernel, b, dead = step
+        if what == _INPUT:
+            inputs.append((nid, kernel))  # (its `dead` is empty: a leaf reads nothing)
+            continue
+        if what == _FUSION:
+            consts, reuse, outs_types, body = b
+            fn = None
+            if reuse is None and not kernel.flat and len(outs_types) == 1 and \
+                    body.op != "tuple":
+                fn = be.launcher(kernel, body, consts, outs_types[0])
+            if fn is None:
+                def fn(params, kernel=kernel, n=n, b=b):
+                    return _launch(be, kernel, n, params, *b)
+            step = (what, nid, n, ins, fn, kernel, dead)
+        out.append(step)
+    return inputs, out
+
+
+def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
+         ) -> list[Buffer]:
+    """run(), every case."""
     vals: dict[int, object] = {}
     # the results' storage, as soon as it is made: a multi-output fusion's parts are results
     # before the `output` nodes that pick them out run
@@ -161,59 +295,65 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
         if r.op == "output":
             results.setdefault(id(r.inputs[0]), []).append(r.attr("index"))
         results.setdefault(id(r), []).append(None)
-    bind = bind or {}
     release = be.release if be.releases_storage else None
     roots_of_storage = program.storage_roots if release is not None else set()
     stores: dict[int, object] = {}  # storage roots' values, until their storage dies
-    # kernels that compile at their first launch here, for the progress bar
-    cold = {id(k) for k in program.kernels
-            if k.pending is None and not getattr(k.fn, "overloads", True)}
-    with Bar(len(cold)) as bar:
-        for pos, n in enumerate(program.order):
-            if n.op == "input":
-                buf = bind.get(id(n)) or n.attr("buf")
-                vals[id(n)] = be.from_buffer(buf)
-            elif n.op == "const":
-                vals[id(n)] = const_value(n)
-            elif id(n) in program.fills:
-                vals[id(n)] = fill(n.shape, n.dtype, program.fills[id(n)])
-            elif n.op == "fusion" and not be.ready(program.kernel_of[id(n)]) and tiled_fits(n):
-                t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it meanwhile
-                params = [vals[id(i)] for i in n.inputs]
-                vals[id(n)] = _fresh_outputs(run_tiled(n, params), params)
-                del params
-                STATS.tiered_runs += 1
-                STATS.run_s += time.perf_counter() - t0
-            elif n.op == "fusion":
-                k = program.kernel_of[id(n)]
-                vals[id(n)] = _launch(be, k, n, [vals[id(i)] for i in n.inputs],
-                                      program.consts_of[id(n)], n.attr("reuse"))
-                if id(k) in cold:  # its first launch compiled it
-                    cold.discard(id(k))
-                    bar.step()
-            elif n.op == "output":
-                vals[id(n)] = vals[id(n.inputs[0])][n.attr("index")]
+    # kernels that compile at their first launch here, for the progress bar (a kernel once
+    # compiled stays so: a program whose kernels all are looks no more)
+    cold = set() if program.warm else \
+        {id(k) for k in program.kernels
+         if k.pending is None and not getattr(k.fn, "overloads", True)}
+    bar = Bar(len(cold)).__enter__() if cold else None
+    try:
+        for pos, (what, nid, n, ins, a, b, dead) in enumerate(steps):
+            if what == _FUSION:
+                if not be.ready(a) and tiled_fits(n):
+                    t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it
+                    params = [vals[i] for i in ins]
+                    vals[nid] = _fresh_outputs(run_tiled(n, params), params)
+                    del params
+                    STATS.tiered_runs += 1
+                    STATS.run_s += time.perf_counter() - t0
+                else:
+                    vals[nid] = _launch(be, a, n, [vals[i] for i in ins], *b)
+                    if cold and id(a) in cold:  # its first launch compiled it
+                        cold.discard(id(a))
+                        bar.step()
+            elif what == _INPUT:
+                vals[nid] = be.from_buffer(bind.get(nid) or a)
+            elif what == _CONST:
+                vals[nid] = a
+            elif what == _FILL:
+                vals[nid] = fill(n.shape, n.dtype, a)
+            elif what == _OUTPUT:
+                vals[nid] = vals[ins[0]][a]
             else:
-                if n.op not in VIEW_OPS + LIBRARY_OPS:
+                if b:
                     STATS.interpreted_nodes += 1
                 t0 = time.perf_counter()
-                args = [vals[id(i)] for i in n.inputs]
-                vals[id(n)] = be.run_node(n, args, id(n) in program.inplace)
+                args = [vals[i] for i in ins]
+                vals[nid] = be.run_node(n, args, a)
                 del args
                 STATS.run_s += time.perf_counter() - t0
             if meter is not None:
-                if n.op == "input":
-                    meter.exclude(vals[id(n)])
-                for k in results.get(id(n), ()):
-                    meter.exclude(vals[id(n)] if k is None else vals[id(n)][k])
+                if what == _INPUT:
+                    meter.exclude(vals[nid])
+                for k in results.get(nid, ()):
+                    meter.exclude(vals[nid] if k is None else vals[nid][k])
                 meter.step(vals)
             if release is not None:
-                if id(n) in roots_of_storage:
-                    stores[id(n)] = vals[id(n)]
+                if nid in roots_of_storage:
+                    stores[nid] = vals[nid]
                 for s in program.freed_after[pos]:
                     release(stores.pop(s, None))
-            for d in program.dead_after[pos]:
+            for d in dead:
                 vals.pop(d, None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if not program.warm:
+        program.warm = all(k.pending is None and getattr(k.fn, "overloads", True)
+                           for k in program.kernels)
     be.start_deferred()
     out = []
     for r in program.roots:
@@ -242,16 +382,23 @@ def _fresh_outputs(got, params: list):
     return outs if many else outs[0]
 
 
-def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int | None = None):
+def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int | None = None,
+            outs_types: tuple | None = None, body: Node | None = None):
     """Run a fusion kernel; a multi-output fusion returns the list of its outputs. `reuse`:
-    the param whose buffer the (elementwise) result is written over, when its layout allows."""
-    body = n.attr("body")
+    the param whose buffer the (elementwise) result is written over, when its layout allows;
+    `outs_types`: the outputs' (shape, dtype) (from the body where not given); `body`: n's."""
+    if body is None:
+        body = n.attr("body")
     p = params[reuse] if reuse is not None else None
     if p is not None and be.is_contiguous(p) and getattr(getattr(p, "flags", None),
                                                          "writeable", True):
         outs = [p.reshape(n.shape)]  # (differs from p's shape at most by length-1 axes)
+    elif outs_types is not None and len(outs_types) == 1:
+        outs = [be.empty(*outs_types[0])]
     else:
-        outs = [be.empty(o.shape, o.dtype) for o in fusion_outputs(body)]
+        if outs_types is None:
+            outs_types = [(o.shape, o.dtype) for o in fusion_outputs(body)]
+        outs = [be.empty(shape, dtype) for shape, dtype in outs_types]
     if kernel.flat:
         params = [be.flatten(p if be.is_contiguous(p) else be.contiguous(p)) for p in params]
         targets = [be.flatten(o) for o in outs]

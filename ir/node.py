@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError
 from typing import Any, Callable
 
 import numpy as np
@@ -46,14 +46,34 @@ class Slot(Buffer):
         return f"Slot(contiguous={self.contiguous})"
 
 
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class Node:
+class _NodeFields:
+    """A Node's storage. A node is built as one of these (a slot store is then a plain store,
+    about a third of what a frozen class's setters cost) and made a Node, whose layout is
+    the same, before anything sees it."""
+
+    __slots__ = ("op", "inputs", "shape", "dtype", "attrs", "uid", "site", "__weakref__")
+
+
+class Node(_NodeFields):
+    """A graph node, immutable (built by `make` only): op, inputs, shape (a tuple of ints),
+    dtype (an np.dtype), attrs ((name, value) pairs), uid (creation order), site (where it was
+    recorded: SITE while it was built, or set_site; read on the error path, tracer.debug).
+    Equality and hashing are identity."""
+
+    __slots__ = ()
     op: str
     inputs: tuple["Node", ...]
     shape: tuple[int, ...]
     dtype: np.dtype
-    attrs: tuple[tuple[str, Any], ...] = ()
-    uid: int = field(default=0, compare=False)
+    attrs: tuple[tuple[str, Any], ...]
+    uid: int
+    site: Any
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def attr(self, name: str, default: Any = None) -> Any:
         for k, v in self.attrs:
@@ -87,16 +107,19 @@ def short_type(n: Node) -> str:
 
 
 _new = object.__new__
-_SET = None
+# the call site the layer above is recording at (tracer's recording sets it); every node built
+# meanwhile keeps it as its `site`
+SITE: list = [None]
 _table: dict[tuple, "weakref.ref[Node]"] = {}
 _purge_at = [1 << 16]
+_set_site = _NodeFields.site.__set__
 
 
-def _setters():
-    global _SET
-    _SET = tuple(Node.__dict__[f].__set__ for f in ("op", "inputs", "shape", "dtype", "attrs",
-                                                     "uid"))
-    return _SET
+def set_site(node: Node, site: Any) -> None:
+    """Note where `node` was recorded, unless it already has a site (an interned node keeps
+    its first)."""
+    if node.site is None:
+        _set_site(node, site)
 
 
 def _purge() -> None:
@@ -111,33 +134,79 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     """Build (or find) the node. Shape/dtype must already satisfy the op's rules.
 
     The intern table holds weak references (dead entries are purged as it grows), and nodes
-    are built through the slot setters: tracing cost per op is dominated by this function.
+    are built as _NodeFields: tracing cost per op is dominated by this function.
     """
     shape = tuple(map(int, shape))
     dtype = np.dtype(dtype)
+    if op == "input":
+        return _build(op, inputs, shape, dtype, attrs, None)
+    return make_canonical(op, inputs, shape, dtype, attrs)
+
+
+def make_canonical(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...],
+                   dtype: np.dtype, attrs: tuple[tuple[str, Any], ...] = ()) -> Node:
+    """make() of a node that is no leaf, for a shape and dtype already in their canonical form
+    (a tuple of Python ints, an np.dtype: a node's own, or built from them)."""
     # Inputs enter the key by id: a live node keeps its inputs alive, so a live entry's ids
     # cannot be reused, and the table never keeps a dead graph (or its buffers) alive. Leaves
     # holding buffers are unique anyway and are not interned.
-    if op == "input":
-        ref, key = None, None
-    else:
-        key = (op, tuple(map(id, inputs)), shape, dtype, attrs)
-        try:
-            ref = _table.get(key)
-        except TypeError:  # unhashable attr: never interned
-            ref, key = None, None
+    key = (op, tuple(map(id, inputs)), shape, dtype, attrs)
+    try:
+        ref = _table.get(key)
+    except TypeError:  # unhashable attr: never interned
+        return _build(op, inputs, shape, dtype, attrs, None)
     if ref is not None:
         hit = ref()
         if hit is not None:
             return hit
-    so, si, ss, sd, sa, su = _SET or _setters()
-    node = _new(Node)
-    so(node, op)
-    si(node, inputs)
-    ss(node, shape)
-    sd(node, dtype)
-    sa(node, attrs)
-    su(node, next(_ids))
+    node = _new(_NodeFields)  # _build, inline: the usual case
+    node.op = op
+    node.inputs = inputs
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = attrs
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
+    _table[key] = weakref.ref(node)
+    if len(_table) > _purge_at[0]:
+        _purge()
+    return node
+
+
+def make_binary(op: str, a: Node, b: Node, shape: tuple[int, ...], dtype: np.dtype) -> Node:
+    """make_canonical(op, (a, b), shape, dtype), no attributes: an elementwise op's node."""
+    key = (op, (id(a), id(b)), shape, dtype, ())
+    ref = _table.get(key)
+    if ref is not None:
+        hit = ref()
+        if hit is not None:
+            return hit
+    node = _new(_NodeFields)
+    node.op = op
+    node.inputs = (a, b)
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = ()
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
+    _table[key] = weakref.ref(node)
+    if len(_table) > _purge_at[0]:
+        _purge()
+    return node
+
+
+def _build(op, inputs, shape, dtype, attrs, key) -> Node:
+    node = _new(_NodeFields)
+    node.op = op
+    node.inputs = inputs
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = attrs
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
     if key is not None:
         _table[key] = weakref.ref(node)
         if len(_table) > _purge_at[0]:
@@ -145,18 +214,25 @@ def make(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...], dtype: np.dt
     return node
 
 
-def host_leaf(value: np.ndarray) -> Node:
-    """make("input", ...) holding a new Buffer of NumPy array `value`, by the shortest path
-    (adaptive laziness wraps every small result in one)."""
-    so, si, ss, sd, sa, su = _SET or _setters()
-    node = _new(Node)
-    so(node, "input")
-    si(node, ())
-    ss(node, value.shape)
-    sd(node, value.dtype)
-    sa(node, (("buf", Buffer(value)),))
-    su(node, next(_ids))
+def make_leaf(shape: tuple[int, ...], dtype: np.dtype, buf: Buffer) -> Node:
+    """make("input", (), shape, dtype, (("buf", buf),)) for a shape and dtype already in
+    their canonical form (a node's own: a tuple of ints, an np.dtype)."""
+    node = _new(_NodeFields)
+    node.op = "input"
+    node.inputs = ()
+    node.shape = shape
+    node.dtype = dtype
+    node.attrs = (("buf", buf),)
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
     return node
+
+
+def host_leaf(value: np.ndarray) -> Node:
+    """make_leaf holding a new Buffer of NumPy array `value` (adaptive laziness wraps every
+    small result in one)."""
+    return make_leaf(value.shape, value.dtype, Buffer(value))
 
 
 def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:

@@ -16,10 +16,13 @@ from typing import Any
 import numpy as np
 
 from tracer.cuda_kernels.threads import snapshot
-from tracer.ir.node import Node
+from tracer.ir.config import CONFIG
+from tracer.ir.node import Node, set_site
 from . import graph as G
 from .recording import proxy, shape_str, traced
-from .store import Var, evaluate_vars, to_numpy
+from . import store as _store
+from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
+from .store import _PENDING, Var, evaluate_vars, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
 
@@ -57,6 +60,8 @@ class ndarray:
     @property
     def _node(self) -> Node:
         var = self._var
+        if not self._view.steps:
+            return var.node
         memo = self._memo
         if memo is not None and memo[0] == var.version and memo[1] is var.node:
             return memo[2]
@@ -68,6 +73,8 @@ class ndarray:
 
     @classmethod
     def _from_node(cls, node: Node) -> "ndarray":
+        if cls is ndarray and node.op != "input":
+            return fresh(node)
         return cls(Var(node))
 
     # ---- metadata (never evaluates)
@@ -271,19 +278,23 @@ class ndarray:
         return format(self.__array__()[()] if self.ndim == 0 else self.__array__(), spec)
 
     def __bool__(self) -> bool:
-        self._probe(bool)
+        if self._view.shape or self.dtype.kind not in "biufc":  # (a 0-d number cannot fail)
+            self._probe(bool)
         return bool(self.__array__())
 
     def __float__(self) -> float:
-        self._probe(float)
+        if self._view.shape or self.dtype.kind not in "biuf":
+            self._probe(float)
         return float(self.__array__())
 
     def __int__(self) -> int:
-        self._probe(int)
+        if self._view.shape or self.dtype.kind not in "biuf":
+            self._probe(int)
         return int(self.__array__())
 
     def __complex__(self) -> complex:
-        self._probe(complex)
+        if self._view.shape or self.dtype.kind not in "biufc":
+            self._probe(complex)
         return complex(self.__array__())
 
     def __index__(self) -> int:
@@ -311,6 +322,45 @@ class ndarray:
 
     def __deepcopy__(self, memo):
         return self.copy()
+
+
+_new = object.__new__
+_C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's view (views are
+                                            # never changed in place: one serves them all)
+
+
+def fresh(node: Node) -> ndarray:
+    """ndarray(Var(node)) for a node just recorded (no leaf): a new array in C order that
+    owns its base."""
+    # Var(node)'s steps (debug.recorded, store._note_pending), inline
+    if node.site is None and CURRENT[0] is not None:
+        set_site(node, CURRENT[0])
+    state = _err_state()  # debug.errstate_raises(), its usual case inline
+    if (LAST_STATE[1] if state is LAST_STATE[0] else errstate_raises()) or CONFIG.eager:
+        return ndarray(Var(node))  # run now (debug.recorded): a leaf, laid out as it came
+    var = _new(Var)
+    var.node = node
+    var.owner = None
+    var.version = 0
+    _PENDING[id(var)] = _ref(var)  # store._note_pending, inline
+    _store._pending_nodes += 1
+    if _store._pending_nodes > CONFIG.flush_nodes:
+        _store.flush()
+    out = _new(ndarray)
+    out._var = var
+    view = _C_VIEWS.get(node.shape)
+    if view is None:
+        if len(_C_VIEWS) > 1024:
+            _C_VIEWS.clear()
+        view = _C_VIEWS[node.shape] = View((), node.shape, c_strides(node.shape))
+    out._view = view
+    out._memo = out._hmemo = None
+    var.owner = _ref(out)
+    return out
+
+
+_ref = weakref.ref
+_err_state = ERR_STATE.get  # (a method of an imported name is looked up at every call)
 
 
 def stands_for_scalar(a: "ndarray") -> bool:

@@ -1,7 +1,8 @@
 """Call sites, errors at the user's line, TRACER_EAGER and TRACER_CHECK_NANS.
 
-Every user-level call records where it was made (`Site`), and the nodes it produces remember it
-(`SITES`, weak: a node's entry dies with the node). An error raised while a lazy graph runs is
+Every user-level call records where it was made (a raw site: file, line, entry point, module,
+made into a `Site` only where one is read), and the nodes it produces remember it (`Node.site`:
+it dies with the node). An error raised while a lazy graph runs is
 traced back to the op that caused it by running the unoptimized graph again, op by op, with
 NumPy (only on that error path); it is then raised again from the user's line of that op, with a
 note naming the op. Eager mode (TRACER_EAGER=1, or any op recorded under an `np.errstate` that
@@ -19,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, make, toposort, users
+from tracer.ir import node as node_module
+from tracer.ir.node import Node, make, set_site, toposort, users
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import apply_ref, eval_node
 from . import graph as G
@@ -62,13 +64,39 @@ class Site:
         return f"{self.file}:{self.line}"
 
 
-CURRENT: list[Site | None] = [None]   # the user call being recorded (set by recording.traced)
-SITES: "weakref.WeakKeyDictionary[Node, Site]" = weakref.WeakKeyDictionary()
+# the user call being recorded (set by recording.traced): its raw site, a tuple (code object,
+# f_lasti, entry point, module) that `site_from_raw` makes a Site of (the line is worked out
+# from the code only then). The node layer's own holder: every node built while it is set
+# keeps it.
+CURRENT: list[tuple | None] = node_module.SITE
 
 
-def caller_site(func: str) -> Site:
+def caller_site(func: str) -> tuple:
+    """The raw site of the user's call of `func` (see CURRENT)."""
     f = user_frame(2)
-    return Site(f.f_code.co_filename, f.f_lineno, func, f.f_globals.get("__name__"))
+    return (f.f_code, f.f_lasti, func, f.f_globals.get("__name__"))
+
+
+def _line(code, lasti: int) -> int:
+    """The line of the instruction at byte offset lasti (as frame.f_lineno reads it)."""
+    line = code.co_firstlineno
+    for start, end, ln in code.co_lines():
+        if start <= lasti < end:
+            return ln if ln is not None else line
+        if ln is not None:
+            line = ln
+    return line
+
+
+def site_from_raw(raw: tuple) -> Site:
+    code, lasti, func, module = raw
+    return Site(code.co_filename, _line(code, lasti), func, module)
+
+
+def node_site(n: Node) -> Site | None:
+    """Where n was recorded, if it was."""
+    raw = n.site
+    return None if raw is None else site_from_raw(raw)
 
 
 # NumPy's error state lives in a context variable whose value is replaced by errstate/seterr;
@@ -77,16 +105,33 @@ try:
     from numpy._core._ufunc_config import _extobj_contextvar as _ERR_VAR
 except ImportError:  # pragma: no cover - a NumPy without it: ask geterr every time
     _ERR_VAR = None
+
+
+class _NoState:
+    @staticmethod
+    def get():
+        return None
+
+
+ERR_STATE = _ERR_VAR if _ERR_VAR is not None else _NoState  # .get(): the state object
 _RAISING: dict[int, tuple[Any, bool]] = {}
+
+
+# the last error state asked about (ERR_STATE.get()) and whether it raises (a state without
+# _ERR_VAR is never the last one)
+LAST_STATE: list = [object(), False]
 
 
 def errstate_raises() -> bool:
     if _ERR_VAR is None:
         return "raise" in np.geterr().values()
     obj = _ERR_VAR.get()
+    if obj is LAST_STATE[0]:
+        return LAST_STATE[1]
     hit = _RAISING.get(id(obj))
     if hit is None or hit[0] is not obj:
         hit = _RAISING[id(obj)] = (obj, "raise" in np.geterr().values())
+    LAST_STATE[:] = hit
     return hit[1]
 
 
@@ -94,10 +139,10 @@ def recorded(node: Node) -> Node:
     """The value a base variable takes for a node just recorded: the node itself, with its call
     site noted, or (eager mode) a leaf holding its value."""
     site = CURRENT[0]
-    if site is not None:
-        SITES.setdefault(node, site)
+    if site is not None and node.site is None:
+        set_site(node, site)
     if CONFIG.eager or errstate_raises():
-        return run_now(node, site)
+        return run_now(node, None if site is None else site_from_raw(site))
     return node
 
 
@@ -175,7 +220,7 @@ def _raise_made(n: Node, kind: str, site: Site | None) -> None:
 def site_of(n: Node, order: list[Node]) -> Site | None:
     """n's own call site, else that of the nearest node reading it (n was built inside one
     user call, as part of its result)."""
-    site = SITES.get(n)
+    site = node_site(n)
     if site is not None:
         return site
     use = users(order)
@@ -184,7 +229,7 @@ def site_of(n: Node, order: list[Node]) -> Site | None:
         nxt = []
         for m in frontier:
             for u in use.get(id(m), ()):
-                s = SITES.get(u)
+                s = node_site(u)
                 if s is not None:
                     return s
                 if id(u) not in seen:
@@ -234,7 +279,7 @@ def locate_error(roots: list[Node], exc: BaseException) -> None:
         if site is not None:
             raise_at(exc, site, n.op)
     # NumPy does not raise it (a failed kernel): name what was being computed
-    sites = {str(s): s for s in (SITES.get(r) for r in roots) if s is not None}
+    sites = {str(s): s for s in map(node_site, roots) if s is not None}
     if sites:
         exc.add_note("tracer: raised while evaluating values recorded at " +
                      ", ".join(f"{k} ({s.func})" for k, s in sites.items()))
@@ -259,9 +304,8 @@ def rebind(roots: list[Node], leaves: list[Node], new_leaves: list[Node]) -> lis
         if id(n) not in new:
             new[id(n)] = make(n.op, tuple(new[id(i)] for i in n.inputs), n.shape, n.dtype,
                               n.attrs)
-        site = SITES.get(n)
-        if site is not None:
-            SITES.setdefault(new[id(n)], site)
+        if n.site is not None:
+            set_site(new[id(n)], n.site)
     return [new[id(r)] for r in roots]
 
 

@@ -55,11 +55,11 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
 def lookup(roots: list[Node], be: str):
     """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
     leaves in the order of entry.slots; None when the graph cannot be cached."""
-    order = toposort(roots)
-    key, leaves = plans.signature(roots, be, order)
-    if key is None:
+    key, leaves, order, _ = plans.signature(roots, be)
+    try:
+        entry = plans.get(key)
+    except TypeError:  # an unhashable attribute
         return None
-    entry = plans.get(key)
     if entry is not None:
         return entry, True, leaves
     slot_roots, slots, slot_order = plans.with_slots(roots, leaves, order)
@@ -78,7 +78,7 @@ def plan(roots: list[Node], be: str):
         program, res = _optimize_lower(roots, be)
         return program, res, None, res.split
     entry, hit, leaves = found
-    bind = {id(s): leaf.attr("buf") for s, leaf in zip(entry.slots, leaves)}
+    bind = dict(zip(entry.slot_ids, [leaf.attrs[0][1] for leaf in leaves]))
     return entry.program, (None if hit else entry.res), bind, entry.res.split
 
 
@@ -107,6 +107,18 @@ def execute(roots: list[Node], small: bool = False) -> list:
     STATS.evaluations += 1
     if small:
         return interpret(roots)
+    if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
+        t0 = time.perf_counter()
+        key, _, _, bufs = plans.signature(roots, backend())
+        try:
+            entry = plans.get(key)
+        except TypeError:  # an unhashable attribute: no plan to find (plan() plans anew)
+            entry = None
+        if entry is not None:
+            bind = dict(zip(entry.slot_ids, bufs))
+            STATS.optimize_s += time.perf_counter() - t0
+            STATS.plan_cache_hits += 1
+            return run(entry.program, bind, roots, entry.res.split)
     phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
     if phases0:
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
@@ -116,7 +128,7 @@ def execute(roots: list[Node], small: bool = False) -> list:
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
     STATS.plan_cache_hits += res is None
-    bufs = run(program, bind, lambda: roots, split)
+    bufs = run(program, bind, roots, split)
     if CONFIG.debug >= 1:
         how = "cached plan" if res is None else "new plan"
         spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
@@ -141,28 +153,35 @@ def execute(roots: list[Node], small: bool = False) -> list:
 def run(program, bind, graph, split=None) -> list:
     """Run a planned program (its kernels compiled first): within the active memory budget,
     an error raised again at the user's line, outputs checked for NaN (CONFIG.check_nans).
-    `graph()`: the user's graph the program computes, with its real leaves (built only for
-    an error, a NaN or a budget); `split`: the optimizer's, planned under the budget."""
-    compile_program(program)
+    `graph`: the user's graph the program computes, with its real leaves: its roots, or a
+    function that builds them (called only for an error, a NaN or a budget); `split`: the
+    optimizer's, planned under the budget."""
+    if not program.compiled:
+        compile_program(program)
     _RUNNING[0] += 1
     try:
         limit = budget.active()
         if limit is not None:
-            bufs = budget.run(graph(), program, bind, limit, split, program.backend, execute,
+            bufs = budget.run(_graph(graph), program, bind, limit, split, program.backend, execute,
                               lambda g, be: plan(g, be)[0])
         else:
             bufs = executor.run(program, bind)
     except Exception as e:
         if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
-            debug.locate_error(graph(), e)
+            debug.locate_error(_graph(graph), e)
         raise
     finally:
         _RUNNING[0] -= 1
     if CONFIG.check_nans and not _RUNNING[0]:
         hosts = [backends.to_host(b) for b in bufs]
         if debug.nonfinite(hosts):
-            debug.check_outputs(graph(), hosts)
+            debug.check_outputs(_graph(graph), hosts)
     return bufs
+
+
+def _graph(graph) -> list[Node]:
+    """run's `graph` as its roots."""
+    return graph if isinstance(graph, list) else graph()
 
 
 def interpret(roots: list[Node]) -> list:

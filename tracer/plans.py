@@ -11,7 +11,9 @@ size). A cached plan holds `Slot` leaves, never the user's buffers, so it keeps 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+import itertools
+
+from numpy import ndarray
 
 from tracer.cuda_kernels.executor import buffer_contiguous
 from tracer.ir.node import Node, Slot, make
@@ -22,37 +24,77 @@ MAX_PLANS = 256
 
 
 class Entry:
-    __slots__ = ("program", "slots", "res")
+    __slots__ = ("program", "slots", "res", "slot_ids", "used")
 
     def __init__(self, program, slots, res):
         self.program, self.slots, self.res = program, slots, res
+        self.slot_ids = [id(s) for s in slots]  # the keys of a run's `bind`
+        self.used = 0  # when it was last looked up (_CLOCK): the least recent goes first
 
 
-_PLANS: OrderedDict = OrderedDict()
+_PLANS: dict = {}
+_CLOCK = itertools.count()
 _LOCK = threading.Lock()  # jit() looks plans up outside an evaluation, from any thread
 
 
-def signature(roots: list[Node], backend: str, order: list[Node]
-              ) -> tuple[tuple | None, list[Node]]:
-    """(key, leaves in key order); key is None when an attribute is not hashable. `order`:
-    toposort(roots)."""
-    pos: dict[int, int] = {}
+def signature(roots: list[Node], backend: str
+              ) -> tuple[tuple, list[Node], list[Node], list]:
+    """(key, leaves in key order, order, the leaves' buffers): the plan-cache key of the roots'
+    graph, built in the same walk as its toposort (`order`, toposort(roots)'s order node for
+    node: each node after its inputs in their order, where leaves are placed as they are met
+    and an inner input is walked before the inputs after it). The key may be unhashable (an
+    attribute that is): `get` then raises TypeError."""
+    pos: dict[Node, int] = {}  # (nodes hash and compare by identity)
     leaves: list[Node] = []
-    key: list = [backend, tuple(sorted(CONFIG.disable_passes)), budget.active() is not None]
-    for n in order:
-        pos[id(n)] = len(pos)
-        if n.op == "input":
-            leaves.append(n)
-            key.append((n.shape, n.dtype, buffer_contiguous(n.attr("buf"))))
-        else:
-            key.append((n.op, tuple(pos[id(i)] for i in n.inputs), n.shape, n.dtype, n.attrs))
-    key.append(tuple(pos[id(r)] for r in roots))
-    key = tuple(key)
-    try:
-        hash(key)
-    except TypeError:
-        return None, leaves
-    return key, leaves
+    bufs: list = []
+    order: list[Node] = []
+    disabled = CONFIG.disable_passes
+    key: list = [backend, tuple(sorted(disabled)) if disabled else (),
+                 budget.active() is not None]
+    for root in roots:
+        stack = [root]
+        while stack:
+            n = stack[-1]
+            if n in pos:
+                stack.pop()
+                continue
+            ins = n.inputs
+            blocked = False
+            for i in ins:  # n's inputs in order: a leaf placed at once, an inner one first
+                if i in pos:
+                    continue
+                if i.inputs:
+                    stack.append(i)
+                    blocked = True
+                    break
+                pos[i] = len(order)
+                order.append(i)
+                if i.op == "input":
+                    leaves.append(i)
+                    buf = i.attrs[0][1]
+                    bufs.append(buf)
+                    v = buf.value
+                    key.append((i.shape, i.dtype, v.flags.c_contiguous if type(v) is ndarray
+                                else buffer_contiguous(buf)))
+                else:
+                    key.append((i.op, (), i.shape, i.dtype, i.attrs))
+            if blocked:
+                continue
+            stack.pop()
+            pos[n] = len(order)
+            order.append(n)
+            if len(ins) == 2:
+                key.append((n.op, (pos[ins[0]], pos[ins[1]]), n.shape, n.dtype, n.attrs))
+            elif ins:
+                key.append((n.op, tuple(map(pos.__getitem__, ins)), n.shape, n.dtype, n.attrs))
+            elif n.op == "input":  # a root that is a leaf
+                leaves.append(n)
+                bufs.append(n.attrs[0][1])
+                key.append((n.shape, n.dtype, buffer_contiguous(n.attrs[0][1])))
+            else:
+                key.append((n.op, (), n.shape, n.dtype, n.attrs))
+    key.append((pos[roots[0]],) if len(roots) == 1 else tuple(map(pos.__getitem__, roots)))
+    return tuple(key), leaves, order, bufs
 
 
 def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]
@@ -74,16 +116,18 @@ def with_slots(roots: list[Node], leaves: list[Node], order: list[Node]
 
 
 def get(key):
-    """The cached entry for this key, or None (a hit moves it to the back of the LRU order)."""
-    with _LOCK:
-        entry = _PLANS.get(key)
-        if entry is not None:
-            _PLANS.move_to_end(key)
-        return entry
+    """The cached entry for this key, or None (a hit stamps it as used now: put evicts the
+    least recently used). TypeError: the key is unhashable (the graph cannot be cached)."""
+    entry = _PLANS.get(key)  # (one dict lookup: atomic, no lock needed)
+    if entry is not None:
+        entry.used = next(_CLOCK)
+    return entry
 
 
 def put(key, entry: Entry) -> None:
     with _LOCK:
+        entry.used = next(_CLOCK)
         _PLANS[key] = entry
         if len(_PLANS) > MAX_PLANS:
-            _PLANS.popitem(last=False)
+            oldest = min(_PLANS, key=lambda k: _PLANS[k].used)
+            del _PLANS[oldest]

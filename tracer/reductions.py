@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple, normalize_axis_index
 
+from tracer.ir.node import make_canonical
 from tracer.ir.registry import ACC_LOGICAL, OPS, Kind, keeps_values
 from . import graph as G
 from .array import lazy, ndarray
@@ -69,9 +70,46 @@ def _finish(res: ndarray, out):
     return out
 
 
+_RESULT_DTYPES: dict[tuple, np.dtype] = {}  # (ufunc, input dtype) -> the reduction's dtype
+
+
+def _result_dtype(ufunc, x, axes, dtype) -> np.dtype:
+    """The dtype of ufunc's reduction of x over axes with dtype=dtype: NumPy's, from a
+    one-element stand-in (its errors and warnings too), kept per input dtype where no dtype=
+    is given (it does not depend on the axes)."""
+    key = (ufunc, x.dtype) if dtype is None else None
+    got = _RESULT_DTYPES.get(key) if key is not None else None
+    if got is None:
+        probe = np.zeros((1,) * x.ndim, x.dtype)
+        got = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
+            ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
+        if key is not None:
+            _RESULT_DTYPES[key] = got
+    return got
+
+
+# (ufunc, input dtype, input shape, axis) -> (op, cast to, attrs, shape, dtype) of the plain
+# reduction's node: what the general path below builds, for the common call (no dtype=, out=,
+# keepdims, initial or where), once it has built it
+_QUICK: dict[tuple, tuple] = {}
+
+
 @traced
 def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
            where=True):
+    plain = dtype is None and out is None and not keepdims and initial is np._NoValue and \
+        where is True and type(a) is ndarray
+    if plain:
+        x = a._node
+        try:
+            key = (ufunc, x.dtype, x.shape, axis)
+            hit = _QUICK.get(key)
+        except TypeError:  # an unhashable axis (a list): the general path
+            plain = hit = None
+        if hit is not None:
+            op, target, attrs, shape, rdt = hit
+            src = G.cast(x, target)
+            return ndarray._from_node(make_canonical(op, (src,), shape, rdt, attrs))
     op = _REDUCE_OP.get(ufunc)
     a = lazy(a)
     if op is None or where is not True:
@@ -92,13 +130,19 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
             empty = ufunc.reduce(np.empty(x.shape, x.dtype), axis=axes, dtype=dtype,
                                  keepdims=keepdims, initial=initial)
         return _finish(ndarray._from_node(G.leaf(np.asarray(empty))), out)
-    probe = np.zeros((1,) * x.ndim, x.dtype)
-    res_dt = ufunc.reduce(probe, axis=axes, dtype=dtype).dtype if x.ndim else \
-        ufunc.reduce(probe.reshape(1), dtype=dtype).dtype
-    with np.errstate(all="ignore"):
-        src = G.cast(x, np.bool_ if OPS[op].accumulate == ACC_LOGICAL else res_dt)
+    res_dt = _result_dtype(ufunc, x, axes, dtype)
+    target = np.bool_ if OPS[op].accumulate == ACC_LOGICAL else res_dt
+    if x.op == "const":
+        with np.errstate(all="ignore"):
+            src = G.cast(x, target)
+    else:  # (only a constant's cast computes anything)
+        src = G.cast(x, target)
     if axes:
         node = G.reduce(op, src, axes)
+        if plain and n_reduced and not (node.dtype == np.bool_ and not node.shape):
+            if len(_QUICK) > 4096:
+                _QUICK.clear()
+            _QUICK[key] = (op, target, node.attrs, node.shape, node.dtype)
     else:  # NumPy starts from `initial` where given
         node = src if initial is not np._NoValue else _identity_applied(op, src)
     if initial is not np._NoValue:

@@ -7,18 +7,24 @@ array's values (its Var evaluated, its view steps replayed by NumPy).
 """
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, make, toposort
+from tracer.ir.node import Node, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
 
-_PENDING: "weakref.WeakSet[Var]" = weakref.WeakSet()
+# id(variable) -> a weak reference to it: the variables whose value may be a graph still to
+# compute. No callbacks (a dead variable costs nothing): its entry stays until a walk over the
+# table drops it (_live) or a variable made at the same address replaces it, and flush()
+# empties the table at least every CONFIG.flush_nodes records.
+_PENDING: dict[int, weakref.ref] = {}
+_ref = weakref.ref
 _pending_nodes = 0
 LOCK = threading.RLock()  # the Var store and the pending set; an evaluation holds it throughout
 
@@ -67,6 +73,8 @@ def shared(buf, var: "Var | None" = None) -> None:
     must copy before it writes again."""
     if buf.owner is not None and buf.owner != id(var):
         buf.owner = None
+    if not _OWNED.data:  # (no buffer is owned: the usual case where eager mode is off)
+        return
     h = buf.host
     while h is not None:
         o = _OWNED.get(id(h))
@@ -81,20 +89,39 @@ def any_pending() -> bool:
     if not _PENDING:
         return False
     with LOCK:
-        for v in list(_PENDING):
-            if v.node.op != "input":
+        for k, r in list(_PENDING.items()):
+            v = r()
+            if v is not None and v.node.op != "input":
                 return True
-            _PENDING.discard(v)
+            if _PENDING.get(k) is r:
+                del _PENDING[k]
     return False
 
 
+def _is_pending(v: Var) -> bool:
+    r = _PENDING.get(id(v))
+    return r is not None and r() is v
+
+
+def _live() -> list[Var]:
+    """The variables whose value is a graph still to compute; the table loses the others."""
+    out = []
+    for k, r in list(_PENDING.items()):
+        v = r()
+        if v is not None and v.node.op != "input":
+            out.append(v)
+        elif _PENDING.get(k) is r:
+            del _PENDING[k]
+    return out
+
+
 def _note_pending(v: Var) -> None:
+    """v's value is a graph now. (No lock: one dict store; flush() takes only what it saw.)"""
     global _pending_nodes
-    with LOCK:
-        _PENDING.add(v)
-        _pending_nodes += 1
-        if _pending_nodes > CONFIG.flush_nodes:
-            flush()
+    _PENDING[id(v)] = _ref(v)
+    _pending_nodes += 1
+    if _pending_nodes > CONFIG.flush_nodes:
+        flush()
 
 
 def flush() -> None:
@@ -102,15 +129,11 @@ def flush() -> None:
     global _pending_nodes
     with LOCK:
         _pending_nodes = 0
-        live = [v for v in list(_PENDING) if v.node.op != "input"]
-        _PENDING.clear()
+        live = _live()
+        for v in live:  # (a variable another thread records meanwhile stays)
+            _PENDING.pop(id(v), None)
         if live:
             evaluate_vars(live, strict=False)  # a failed value keeps its error until read
-
-
-def pending_vars() -> list[Var]:
-    with LOCK:
-        return [v for v in list(_PENDING) if v.node.op != "input"]
 
 
 def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
@@ -137,31 +160,40 @@ def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
     return a
 
 
-def _leaf_for(node: Node, buf) -> Node:
-    return make("input", (), node.shape, node.dtype, (("buf", buf),))
-
-
 def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
     """Compute the variables and make their nodes realized leaves. An evaluation error stays
     with the variables whose value depends on the op that raised it: they stay as they are
     (reading one raises it again), the others are computed. `strict`: raise the error of a
     variable asked for (a read), else keep it for later (a flush)."""
     with LOCK:
-        targets: list[Var] = []
-        seen = set()
-        for v in vars_:
-            if v.node.op != "input" and id(v) not in seen and (strict or not _failed(v)):
-                seen.add(id(v))
-                targets.append(v)
-        if not targets:
-            return
+        if len(vars_) == 1:  # (the usual read)
+            v = vars_[0]
+            if v.node.op == "input" or not strict and _failed(v):
+                return
+            targets = [v]
+            if len(_PENDING) == 1 and not CONFIG.small_graph and _is_pending(v):
+                failed = _realize(targets, False)  # nothing else pending: no extras
+                if strict and failed:
+                    raise failed[id(v)]
+                return
+            seen = {id(v)}
+        else:
+            targets = []
+            seen = set()
+            for v in vars_:
+                if v.node.op != "input" and id(v) not in seen and (strict or not _failed(v)):
+                    seen.add(id(v))
+                    targets.append(v)
+            if not targets:
+                return
         allv = targets + _extras(targets, seen)
         failed: dict[int, Exception] = {}
-        for group, small in _by_size([v.node for v in allv], allv):
+        for group, small in _by_size(allv):
             failed.update(_realize(group, small))
-    errors = [failed[id(v)] for v in targets if id(v) in failed]
-    if strict and errors:
-        raise errors[0]
+    if strict and failed:
+        errors = [failed[id(v)] for v in targets if id(v) in failed]
+        if errors:
+            raise errors[0]
 
 
 def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
@@ -172,8 +204,13 @@ def _extras(targets: list[Var], seen: set[int]) -> list[Var]:
     recompute their whole history. Arrays whose evaluation failed are left alone."""
     if budget.active() is not None:
         return []
+    if len(_PENDING) <= len(targets) and all(map(_is_pending, targets)):
+        return []  # nothing pending but the targets (distinct, so they are all of it)
+    others = [v for v in _live() if id(v) not in seen]  # (LOCK is held)
+    if not others:
+        return []
     in_graph = {id(n) for n in toposort([v.node for v in targets])}
-    return [v for v in pending_vars() if id(v) not in seen and not _failed(v)
+    return [v for v in others if not _failed(v)
             and v.node.op not in ("const", "broadcast_to")
             and (id(v.node) in in_graph or _near(v.node, in_graph))]
 
@@ -183,6 +220,8 @@ _FAILED: "weakref.WeakKeyDictionary[Var, weakref.ref]" = weakref.WeakKeyDictiona
 
 
 def _failed(v: Var) -> bool:
+    if not _FAILED:
+        return False
     ref = _FAILED.get(v)
     return ref is not None and ref() is v.node
 
@@ -195,7 +234,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     aside."""
     failed: dict[int, Exception] = {}
     while group:
-        nodes = [v.node for v in group]
+        nodes = list(map(_node_of, group))
         try:
             bufs = engine.execute(nodes, small)
         except Exception as e:
@@ -207,9 +246,11 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             group = [v for v, h in zip(group, hit) if not h]
             continue
         for v, n, buf in zip(group, nodes, bufs):
-            shared(buf)  # an output may be an input's buffer, or a view of it
+            if buf.owner is not None or _OWNED.data:
+                shared(buf)  # an output may be an input's buffer, or a view of it
             if v.node is n:
-                v.node = _leaf_for(n, buf)
+                v.node = make_leaf(n.shape, n.dtype, buf)
+                _PENDING.pop(id(v), None)
         break
     return failed
 
@@ -247,10 +288,15 @@ def _near(root: Node, in_graph: set[int]) -> bool:
     return reads
 
 
-def _by_size(roots: list[Node], vars_: list) -> list[tuple[list, bool]]:
+_node_of = operator.attrgetter("node")
+
+
+def _by_size(vars_: list[Var]) -> list[tuple[list, bool]]:
     """(variables, small) for each evaluation: the variables whose values run by NumPy op by op
     (engine.small_roots) apart from the rest, so they are not compiled along with a big one."""
-    small = engine.small_roots(roots)
+    if not CONFIG.small_graph:
+        return [(vars_, False)]
+    small = engine.small_roots(list(map(_node_of, vars_)))
     if not any(small):
         return [(vars_, False)]
     groups = ([v for v, s in zip(vars_, small) if s], [v for v, s in zip(vars_, small) if not s])
@@ -261,9 +307,12 @@ def to_numpy(a) -> np.ndarray:
     """The values of lazy array `a` (read-only NumPy array): its Var evaluated, its view's
     steps replayed by NumPy."""
     with LOCK:  # another thread may assign the variable once it is realized
-        evaluate_vars([a._var])
-        buf = a._var.node.attr("buf")
+        var = a._var
+        if var.node.op != "input":
+            evaluate_vars([var])
+        buf = var.node.attrs[0][1]
     host = to_host(buf)
-    out = apply_view_numpy(host, a._view.steps).view()
+    steps = a._view.steps
+    out = apply_view_numpy(host, steps).view() if steps else host.view()
     out.flags.writeable = False
     return out

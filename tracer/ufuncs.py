@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from sys import _getframe
+from time import perf_counter
 
 import numpy as np
 
-from tracer.ir.node import Node
+from tracer.ir.node import Node, make_binary, make_canonical
 from tracer.ir.registry import OPS
+from tracer.ir.stats import STATS
 from . import eager
 from . import graph as G
-from .array import ndarray, asarray_node
-from .recording import shape_str, traced
-from .debug import user_frame
+from .array import fresh, ndarray, asarray_node
+from .recording import _INTERNAL, _depth, shape_str, traced, trim_numpy_tail
+from .debug import CURRENT, internal, user_frame
 from .fallback import fallback_call
 from .write import assign_full, known_values
 
@@ -112,8 +115,180 @@ def resolve(uf: np.ufunc, ops: list[Operand], dtype=None) -> tuple[np.dtype, ...
     return uf.resolve_dtypes(tuple(keys) + (None,) * uf.nout, signature=sig)
 
 
-@traced
+# ---- the common call, quickly: one or two operands, each a lazy array or a Python float or
+# small int, arrays of one shape, no out/where/dtype. What it depends on besides the values
+# (the loop's dtypes) is worked out once per (ufunc, operand types) by the general path's
+# own functions; anything else takes the general path.
+
+_internal_get = _INTERNAL.get  # (a method of an imported name is looked up at every call)
+_QUICK: dict[tuple, tuple | None] = {}  # (ufunc, operand kinds) -> (op name, loop dtypes)
+_WEAK: dict[tuple, Node] = {}  # (value, dtype, shape) -> the constant, broadcast
+
+
+def _quick_entry(uf: np.ufunc, kinds: tuple):
+    """(op name, loop dtypes) for these operand kinds, None where the call is not quick."""
+    name = uf.__name__
+    if name not in OPS or uf.nout != 1 or uf.signature is not None or uf is np.power or \
+            len(kinds) != uf.nin or all(k is int or k is float for k in kinds):
+        return None
+    try:  # resolve()'s own, from the kinds it keys on
+        dts = uf.resolve_dtypes(tuple(kinds) + (None,) * uf.nout)
+    except Exception:  # the general path raises it
+        return None
+    return name, dts
+
+
+def _weak_node(v, dt: np.dtype, shape: tuple) -> Node:
+    """The constant v of a loop of dtype dt, broadcast to shape (G.const, G.broadcast),
+    kept for the next call (not for a float zero: -0.0 == 0.0 as a key)."""
+    if v == 0 and type(v) is float:
+        return G.broadcast(G.const(v, dt), shape)
+    key = (v, dt, shape)  # (an int and the float equal to it make the same constant)
+    got = _WEAK.get(key)
+    if got is None:
+        if len(_WEAK) > 4096:
+            _WEAK.clear()
+        got = _WEAK[key] = G.broadcast(G.const(v, dt), shape)
+    return got
+
+
+def _quick(uf: np.ufunc, args) -> ndarray | None:
+    """apply_ufunc(uf, args) for the common call (see above), else None (nothing recorded).
+    An operand's kind: its dtype (a lazy array), or float or int (a weak Python scalar whose
+    value decides nothing but the constant: an int any integer dtype holds)."""
+    if len(args) == 2:
+        a, b = args
+        t = type(a)
+        if t is ndarray:
+            na = a._var.node if not a._view.steps else a._node
+            ka = na.dtype
+        elif t is float or t is int and 0 <= a < 128:
+            na, ka = None, t
+        else:
+            return None
+        t = type(b)
+        if t is ndarray:
+            nb = b._var.node if not b._view.steps else b._node
+            kb = nb.dtype
+        elif t is float or t is int and 0 <= b < 128:
+            nb, kb = None, t
+        else:
+            return None
+        key = (uf, ka, kb)
+        hit = _QUICK.get(key, False)
+        if hit is False:
+            hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
+        if hit is None:
+            return None
+        name, (da, db, dout) = hit
+        if na is None:
+            shape = nb.shape
+            na = _weak_node(a, da, shape)
+            if kb is not db and kb != db:
+                nb = G.cast(nb, db)
+        else:
+            shape = na.shape
+            if nb is None:
+                nb = _weak_node(b, db, shape)
+            else:
+                if nb.shape != shape:
+                    return None  # broadcasting: the general path
+                if kb is not db and kb != db:
+                    nb = G.cast(nb, db)
+            if ka is not da and ka != da:
+                na = G.cast(na, da)
+        return fresh(make_binary(name, na, nb, shape, dout))
+    if len(args) == 1 and type(args[0]) is ndarray:
+        a = args[0]
+        na = a._var.node if not a._view.steps else a._node
+        key = (uf, na.dtype)
+        hit = _QUICK.get(key, False)
+        if hit is False:
+            hit = _QUICK[key] = _quick_entry(uf, key[1:])
+        if hit is None:
+            return None
+        name, (da, dout) = hit
+        if na.dtype is not da and na.dtype != da:
+            na = G.cast(na, da)
+        return fresh(make_canonical(name, (na,), na.shape, dout))
+    return None
+
+
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
+    """Record uf(*args) (out=, where=, dtype=, casting= as NumPy's); None where tracer does not
+    record this ufunc (the caller falls back). The common call takes the quick path: a
+    binary one outside any traced call is _quick's, inline, with traced's steps inline."""
+    if out is not None or where is not True or dtype is not None:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    if _depth[0] or len(args) != 2:  # inside a traced call (its site, its time), or unary
+        r = _quick(uf, args) if _depth[0] else _quick_traced(uf, args)
+        return r if r is not None else _apply_ufunc(uf, args, out, where, dtype, casting)
+    a, b = args
+    t = type(a)
+    if t is ndarray:
+        na = a._var.node if not a._view.steps else a._node
+        ka = na.dtype
+    elif t is float or t is int and 0 <= a < 128:
+        na, ka = None, t
+    else:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    t = type(b)
+    if t is ndarray:
+        nb = b._var.node if not b._view.steps else b._node
+        kb = nb.dtype
+    elif t is float or t is int and 0 <= b < 128:
+        nb, kb = None, t
+    else:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    key = (uf, ka, kb)
+    hit = _QUICK.get(key, False)
+    if hit is False:
+        hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
+    if hit is None or na is not None and nb is not None and nb.shape != na.shape:
+        return _apply_ufunc(uf, args, out, where, dtype, casting)
+    t0 = perf_counter()
+    _depth[0] = 1
+    # the user's frame (recording.call_site, inline)
+    f = start = _getframe(1)
+    while f is not None:
+        code = f.f_code
+        inside = _internal_get(code.co_filename)
+        if inside is None:
+            inside = internal(code.co_filename)
+        if not inside:
+            break
+        f = f.f_back
+    if f is None:
+        f = start
+    CURRENT[0] = (f.f_code, f.f_lasti, "apply_ufunc", f.f_globals.get("__name__"))
+    del f, start
+    try:
+        name, (da, db, dout) = hit
+        if na is None:
+            shape = nb.shape
+            na = _weak_node(a, da, shape)
+            if kb is not db and kb != db:
+                nb = G.cast(nb, db)
+        else:
+            shape = na.shape
+            if nb is None:
+                nb = _weak_node(b, db, shape)
+            elif kb is not db and kb != db:
+                nb = G.cast(nb, db)
+            if ka is not da and ka != da:
+                na = G.cast(na, da)
+        return fresh(make_binary(name, na, nb, shape, dout))
+    except Exception as e:
+        trim_numpy_tail(e.__traceback__)
+        raise
+    finally:
+        _depth[0] = 0
+        CURRENT[0] = None
+        STATS.trace_s += perf_counter() - t0
+
+
+def _apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
+    """apply_ufunc's general path."""
     name = uf.__name__
     if name not in OPS or uf.nout != 1 or uf.signature is not None:
         return None  # caller falls back (generalized ufuncs such as matmul have their own path)
@@ -152,6 +327,10 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
     if out is None and where is True:
         return ndarray._from_node(node)
     return write_out(node, out, where)
+
+
+_apply_ufunc = traced(_apply_ufunc, "apply_ufunc")
+_quick_traced = traced(_quick, "apply_ufunc")
 
 
 def _fast_power(uf, ops, dts, dtype):

@@ -2,6 +2,7 @@
 launched on host arrays; views and library ops by NumPy (scatters by cpu/scatter.py)."""
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import time
@@ -10,6 +11,7 @@ import numpy as np
 from numba.core import config as numba_config
 
 from tracer.ir.node import Node
+from tracer.ir.stats import STATS
 from tracer.ir.interp import eval_node
 from tracer.ir.catalogue import py_slice
 from tracer.ir.registry import fusion_outputs
@@ -19,7 +21,7 @@ from ..emit import key_hash
 from ..layout import stand_in
 from ..planning import row_plan
 from . import codegen, compile_pool
-from .codegen import reduce_launch_sizes, reduce_scratch
+from .codegen import reduce_launch_sizes, reduce_scratch, reduce_scratch_types
 from .memory import HostPool
 from .scatter import run_scatter
 
@@ -60,9 +62,12 @@ def init_nrt(ctx) -> None:
 
 class CpuBackend(Backend):
     name = "cpu"
+    reads_host_arrays = True
 
     def __init__(self):
         self.pool = HostPool()
+        # id(body) -> (body, sizes, scratch types): what `launch` passes after the constants
+        self._launch_args: dict[int, tuple] = {}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         return codegen.generate(body, kind, name, flat, parallel)
@@ -102,10 +107,11 @@ class CpuBackend(Backend):
         compile_pool.prepare(self, [(k, self.signature(n, k, consts)) for n, k, consts in fusions])
 
     def ready(self, kernel) -> bool:
-        return compile_pool.ready(self, kernel)
+        return kernel.pending is None or compile_pool.ready(self, kernel)
 
     def start_deferred(self) -> None:
-        compile_pool.start_deferred()
+        if compile_pool._DEFERRED:
+            compile_pool.start_deferred()
 
     def signature(self, n: Node, kernel, consts: list) -> tuple:
         """The Numba argument types fusion n's kernel will be launched with (see `launch`),
@@ -158,19 +164,33 @@ class CpuBackend(Backend):
         except Exception:  # a corrupt entry, or Numba internals that moved: the launch decides
             return False
 
+    def _extra_args(self, kind: str, body: Node) -> tuple[tuple, list]:
+        """(sizes, scratch (shape, dtype)s) a kernel of this kind and body is launched with
+        after its constants; worked out once per body (they hold the body: a bounded table)."""
+        got = self._launch_args.get(id(body))
+        if got is not None and got[0] is body:
+            return got[1], got[2]
+        if kind in ("loop", "horizontal"):
+            sizes, scratch = (), []
+        elif kind == "row":
+            sizes, scratch = tuple(row_plan(body).shape), []
+        else:
+            m, ch = reduce_launch_sizes(body)
+            sizes, scratch = (*m, ch), reduce_scratch_types(body, m, ch, _THREADS)
+        if len(self._launch_args) >= 4096:
+            self._launch_args.clear()
+        self._launch_args[id(body)] = (body, sizes, scratch)
+        return sizes, scratch
+
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         fn = kernel.fn
         before = len(fn.overloads)
         hits = sum(fn._cache_hits.values())
+        sizes, scratch = self._extra_args(kernel.kind, body)
+        if scratch:
+            sizes = (*sizes, *[np.empty(s, dt) for s, dt in scratch])
+        args = (*outs, *params, *consts, *sizes)
         t0 = time.perf_counter()
-        if kernel.kind in ("loop", "horizontal"):
-            args = (*outs, *params, *consts)
-        elif kernel.kind == "row":
-            args = (*outs, *params, *consts, *row_plan(body).shape)
-        else:
-            m, ch = reduce_launch_sizes(body)
-            args = (*outs, *params, *consts, *m, ch,
-                    *reduce_scratch(body, m, ch, _THREADS))
         try:
             fn(*args)
         except Exception:
@@ -179,9 +199,60 @@ class CpuBackend(Backend):
             if len(fn.overloads) > before or not purge_disk_cache(kernel.module, kernel.name):
                 raise
             fn(*args)
-        new = len(fn.overloads) > before
-        disk = new and sum(fn._cache_hits.values()) > hits
-        record_launch(time.perf_counter() - t0, new and not disk, disk, new and not disk and before > 0)
+        seconds = time.perf_counter() - t0
+        if len(fn.overloads) == before:
+            STATS.run_s += seconds
+            STATS.kernels_launched += 1
+            return
+        disk = sum(fn._cache_hits.values()) > hits
+        record_launch(seconds, not disk, disk, not disk and before > 0)
+
+    def launcher(self, kernel, body: Node, consts: list, out_type: tuple):
+        """launch() for one program step, its constant parts worked out once: the output
+        allocated (by NumPy below the pool's size), the arguments after the constants, the
+        accounting of a launch that compiled or loaded the kernel (record_launch)."""
+        fn = kernel.fn
+        shape, dtype = out_type
+        sizes, scratch = self._extra_args(kernel.kind, body)
+        tail = (*consts, *sizes)
+        empty = np.empty if math.prod(shape) * dtype.itemsize < HostPool.MIN_BYTES else \
+            self.pool.empty
+        overloads, hits = fn.overloads, fn._cache_hits
+        perf_counter = time.perf_counter
+        seen = [-1, 0]  # overloads, cache hits when last counted (hits grow only with overloads)
+
+        one = scratch[0] if len(scratch) == 1 else None
+
+        def run(params: list):
+            out = empty(shape, dtype)
+            if not scratch:
+                args = (out, *params, *tail)
+            elif one is not None:
+                args = (out, *params, *tail, np.empty(*one))
+            else:
+                args = (out, *params, *tail, *[np.empty(s, dt) for s, dt in scratch])
+            before = len(overloads)
+            if before != seen[0]:
+                seen[0], seen[1] = before, sum(hits.values())
+            t0 = perf_counter()
+            try:
+                fn(*args)
+            except Exception:  # as launch(): a damaged disk cache entry is dropped, once
+                if len(overloads) > before or not purge_disk_cache(kernel.module, kernel.name):
+                    raise
+                fn(*args)
+            seconds = perf_counter() - t0
+            now = len(overloads)
+            if now == before:
+                STATS.run_s += seconds
+                STATS.kernels_launched += 1
+                return out
+            total = sum(hits.values())
+            disk = total > seen[1]
+            seen[0], seen[1] = now, total
+            record_launch(seconds, not disk, disk, not disk and before > 0)
+            return out
+        return run
 
     def run_node(self, n: Node, args: list, inplace: bool = False):
         """Views, library ops (matmul, concatenate, setslice, gather, scatter) and interpreter

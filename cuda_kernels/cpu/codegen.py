@@ -165,11 +165,17 @@ def reduce_scratch(body: Node, m: tuple[int, ...], ch: int, threads: int) -> lis
     allocate nothing, so loading one from the disk cache needs none of Numba's array
     library (about 25 ms of imports in a fresh process). `full`: a partial per chunk (and its
     index for arg-reductions); `columns`: a per-thread accumulator and block row."""
+    return [np.empty(shape, dt) for shape, dt in reduce_scratch_types(body, m, ch, threads)]
+
+
+def reduce_scratch_types(body: Node, m: tuple[int, ...], ch: int, threads: int
+                         ) -> list[tuple[tuple[int, ...], np.dtype]]:
+    """(shape, dtype) of each of reduce_scratch's arrays."""
     form, a0, dts = _scratch_spec(body)
     if form == "columns":
-        return [np.empty((threads, 2, BLOCK), dts[0])]
+        return [((threads, 2, BLOCK), dts[0])]
     nch = max((m[a0] + ch - 1) // ch, 1) if form == "full" else 0
-    return [np.empty(nch, dt) for dt in dts]
+    return [((nch,), dt) for dt in dts]
 
 
 def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:

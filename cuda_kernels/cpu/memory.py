@@ -25,8 +25,11 @@ class HostPool:
         self.blocks: list[np.ndarray] = []
 
     def empty(self, shape, dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        nbytes = math.prod(shape) * dtype.itemsize
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(dtype)
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
         if nbytes < self.MIN_BYTES:
             return np.empty(shape, dtype)
         for block in self.blocks:
