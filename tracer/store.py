@@ -252,6 +252,8 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
                 v.node = make_leaf(n.shape, n.dtype, buf)
                 _PENDING.pop(id(v), None)
         break
+    global _pending_nodes  # what is left pending since the last flush: at most what remains
+    _pending_nodes = min(_pending_nodes, len(_PENDING))  # (a warm loop flushed mid-way else)
     return failed
 
 
