@@ -1,7 +1,6 @@
 """Host memory of the cpu backend: a pool that hands large buffers out again across evaluations."""
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
