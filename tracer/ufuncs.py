@@ -152,52 +152,60 @@ def _weak_node(v, dt: np.dtype, shape: tuple) -> Node:
     return got
 
 
+def _binary_plan(uf: np.ufunc, a, b):
+    """(hit, na, ka, nb, kb) of the quick path for uf(a, b): each operand's node (None for a
+    weak Python scalar) and kind, its dtype (a lazy array), or float or int (a weak Python
+    scalar whose value decides nothing but the constant: an int any integer dtype holds);
+    None for any other call (the general path)."""
+    t = type(a)
+    if t is ndarray:
+        na = a._var.node if not a._view.steps else a._node
+        ka = na.dtype
+    elif t is float or t is int and 0 <= a < 128:
+        na, ka = None, t
+    else:
+        return None
+    t = type(b)
+    if t is ndarray:
+        nb = b._var.node if not b._view.steps else b._node
+        kb = nb.dtype
+    elif t is float or t is int and 0 <= b < 128:
+        nb, kb = None, t
+    else:
+        return None
+    key = (uf, ka, kb)
+    hit = _QUICK.get(key, False)
+    if hit is False:
+        hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
+    if hit is None or na is not None and nb is not None and nb.shape != na.shape:
+        return None  # no loop, or broadcasting: the general path
+    return hit, na, ka, nb, kb
+
+
+def _binary_record(plan, a, b) -> ndarray:
+    """The quick path's node for uf(a, b), _binary_plan's plan, as a fresh array."""
+    (name, (da, db, dout)), na, ka, nb, kb = plan
+    if na is None:
+        shape = nb.shape
+        na = _weak_node(a, da, shape)
+        if kb is not db and kb != db:
+            nb = G.cast(nb, db)
+    else:
+        shape = na.shape
+        if nb is None:
+            nb = _weak_node(b, db, shape)
+        elif kb is not db and kb != db:
+            nb = G.cast(nb, db)
+        if ka is not da and ka != da:
+            na = G.cast(na, da)
+    return fresh(make_binary(name, na, nb, shape, dout))
+
+
 def _quick(uf: np.ufunc, args) -> ndarray | None:
-    """apply_ufunc(uf, args) for the common call (see above), else None (nothing recorded).
-    An operand's kind: its dtype (a lazy array), or float or int (a weak Python scalar whose
-    value decides nothing but the constant: an int any integer dtype holds)."""
+    """apply_ufunc(uf, args) for the common call (see above), else None (nothing recorded)."""
     if len(args) == 2:
-        a, b = args
-        t = type(a)
-        if t is ndarray:
-            na = a._var.node if not a._view.steps else a._node
-            ka = na.dtype
-        elif t is float or t is int and 0 <= a < 128:
-            na, ka = None, t
-        else:
-            return None
-        t = type(b)
-        if t is ndarray:
-            nb = b._var.node if not b._view.steps else b._node
-            kb = nb.dtype
-        elif t is float or t is int and 0 <= b < 128:
-            nb, kb = None, t
-        else:
-            return None
-        key = (uf, ka, kb)
-        hit = _QUICK.get(key, False)
-        if hit is False:
-            hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
-        if hit is None:
-            return None
-        name, (da, db, dout) = hit
-        if na is None:
-            shape = nb.shape
-            na = _weak_node(a, da, shape)
-            if kb is not db and kb != db:
-                nb = G.cast(nb, db)
-        else:
-            shape = na.shape
-            if nb is None:
-                nb = _weak_node(b, db, shape)
-            else:
-                if nb.shape != shape:
-                    return None  # broadcasting: the general path
-                if kb is not db and kb != db:
-                    nb = G.cast(nb, db)
-            if ka is not da and ka != da:
-                na = G.cast(na, da)
-        return fresh(make_binary(name, na, nb, shape, dout))
+        plan = _binary_plan(uf, *args)
+        return None if plan is None else _binary_record(plan, *args)
     if len(args) == 1 and type(args[0]) is ndarray:
         a = args[0]
         na = a._var.node if not a._view.steps else a._node
@@ -217,34 +225,14 @@ def _quick(uf: np.ufunc, args) -> ndarray | None:
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
     """Record uf(*args) (out=, where=, dtype=, casting= as NumPy's); None where tracer does not
     record this ufunc (the caller falls back). The common call takes the quick path: a
-    binary one outside any traced call is _quick's, inline, with traced's steps inline."""
+    binary one outside any traced call is _quick's, with traced's steps inline."""
     if out is not None or where is not True or dtype is not None:
         return _apply_ufunc(uf, args, out, where, dtype, casting)
     if _depth[0] or len(args) != 2:  # inside a traced call (its site, its time), or unary
         r = _quick(uf, args) if _depth[0] else _quick_traced(uf, args)
         return r if r is not None else _apply_ufunc(uf, args, out, where, dtype, casting)
-    a, b = args
-    t = type(a)
-    if t is ndarray:
-        na = a._var.node if not a._view.steps else a._node
-        ka = na.dtype
-    elif t is float or t is int and 0 <= a < 128:
-        na, ka = None, t
-    else:
-        return _apply_ufunc(uf, args, out, where, dtype, casting)
-    t = type(b)
-    if t is ndarray:
-        nb = b._var.node if not b._view.steps else b._node
-        kb = nb.dtype
-    elif t is float or t is int and 0 <= b < 128:
-        nb, kb = None, t
-    else:
-        return _apply_ufunc(uf, args, out, where, dtype, casting)
-    key = (uf, ka, kb)
-    hit = _QUICK.get(key, False)
-    if hit is False:
-        hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
-    if hit is None or na is not None and nb is not None and nb.shape != na.shape:
+    plan = _binary_plan(uf, *args)
+    if plan is None:
         return _apply_ufunc(uf, args, out, where, dtype, casting)
     t0 = perf_counter()
     _depth[0] = 1
@@ -263,21 +251,7 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
     CURRENT[0] = (f.f_code, f.f_lasti, "apply_ufunc", f.f_globals.get("__name__"))
     del f, start
     try:
-        name, (da, db, dout) = hit
-        if na is None:
-            shape = nb.shape
-            na = _weak_node(a, da, shape)
-            if kb is not db and kb != db:
-                nb = G.cast(nb, db)
-        else:
-            shape = na.shape
-            if nb is None:
-                nb = _weak_node(b, db, shape)
-            elif kb is not db and kb != db:
-                nb = G.cast(nb, db)
-            if ka is not da and ka != da:
-                na = G.cast(na, da)
-        return fresh(make_binary(name, na, nb, shape, dout))
+        return _binary_record(plan, *args)
     except Exception as e:
         trim_numpy_tail(e.__traceback__)
         raise
