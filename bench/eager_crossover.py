@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 
 os.environ.setdefault("TRACER_COMPILE", "sync")
 
@@ -20,22 +19,12 @@ import numpy  # noqa: E402
 
 import tracer  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
+from bench.bench_overhead import quartile  # noqa: E402
 from tracer.ir.config import context  # noqa: E402
 
 
 def expr(np, x, y):
     return np.sqrt(np.abs(x * 0.5 + y) + 1.0) * np.exp(-(x * x)) - y / 3.0
-
-
-def best(f, repeat: int) -> float:
-    f()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 4]  # lower quartile: steady state, less scheduler noise
 
 
 def main() -> None:
@@ -51,11 +40,11 @@ def main() -> None:
         hx, hy = rng.standard_normal(n), rng.standard_normal(n)
         x, y = tnp.array(hx), tnp.array(hy)
         tracer.evaluate(x, y)
-        t_np = best(lambda: expr(numpy, hx, hy), args.repeat)
+        t_np = quartile(lambda: expr(numpy, hx, hy), args.repeat)
         with context(eager_size=2 ** 30):
-            t_eager = best(lambda: numpy.asarray(expr(tnp, x, y)), args.repeat)
+            t_eager = quartile(lambda: numpy.asarray(expr(tnp, x, y)), args.repeat)
         with context(eager_size=0, small_graph=0):
-            t_lazy = best(lambda: numpy.asarray(expr(tnp, x, y)), args.repeat)
+            t_lazy = quartile(lambda: numpy.asarray(expr(tnp, x, y)), args.repeat)
         print(f"| {n} | {t_np * 1e6:.1f} | {t_eager * 1e6:.1f} | {t_lazy * 1e6:.1f} | "
               f"{t_lazy / t_eager:.2f} |")
 

@@ -9,7 +9,7 @@ y = (x * 2 + 1).sum()
 # Printing needs the value, so the graph is optimized, fused, compiled and run.
 print(y)  # 1000000000000.0
 
-# Ops on small realized values (at most 65,536 elements each, TRACER_EAGER_SIZE) run at once
+# Ops on small realized values (at most 16,384 elements each, TRACER_EAGER_SIZE) run at once
 # through NumPy instead: a kernel would cost more than it saves. Their results are NumPy's.
 s = np.arange(10.)
 print(s * 2, s.sum(), type(s[3]).__name__)

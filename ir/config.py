@@ -11,8 +11,8 @@ def _env_set(name: str) -> frozenset[str]:
 
 
 SMALL_GRAPH = 4096  # the default of Config.small_graph
-EAGER_SIZE = 65536  # the default of Config.eager_size: bench/eager_crossover.py measures where
-                   # one fused kernel starts to beat NumPy op by op (between 2**16 and 2**18)
+EAGER_SIZE = 16384  # the default of Config.eager_size: bench/eager_crossover.py measures where
+                   # one fused kernel starts to beat NumPy op by op (about 2**14 here)
 
 
 @dataclass

@@ -159,19 +159,7 @@ def make_canonical(op: str, inputs: tuple[Node, ...], shape: tuple[int, ...],
         hit = ref()
         if hit is not None:
             return hit
-    node = _new(_NodeFields)  # _build, inline: the usual case
-    node.op = op
-    node.inputs = inputs
-    node.shape = shape
-    node.dtype = dtype
-    node.attrs = attrs
-    node.uid = next(_ids)
-    node.site = SITE[0]
-    node.__class__ = Node
-    _table[key] = weakref.ref(node)
-    if len(_table) > _purge_at[0]:
-        _purge()
-    return node
+    return _build(op, inputs, shape, dtype, attrs, key)
 
 
 def make_binary(op: str, a: Node, b: Node, shape: tuple[int, ...], dtype: np.dtype) -> Node:
@@ -182,19 +170,7 @@ def make_binary(op: str, a: Node, b: Node, shape: tuple[int, ...], dtype: np.dty
         hit = ref()
         if hit is not None:
             return hit
-    node = _new(_NodeFields)
-    node.op = op
-    node.inputs = (a, b)
-    node.shape = shape
-    node.dtype = dtype
-    node.attrs = ()
-    node.uid = next(_ids)
-    node.site = SITE[0]
-    node.__class__ = Node
-    _table[key] = weakref.ref(node)
-    if len(_table) > _purge_at[0]:
-        _purge()
-    return node
+    return _build(op, (a, b), shape, dtype, (), key)
 
 
 def _build(op, inputs, shape, dtype, attrs, key) -> Node:

@@ -622,7 +622,7 @@ MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
          "gpu": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=False,
                      eager_size=0),
          # a user's defaults (ir/config.py SMALL_GRAPH, EAGER_SIZE), whatever the environment
-         "eager": dict(small_graph=4096, compile_mode="sync", eager_size=65536)}
+         "eager": dict(small_graph=4096, compile_mode="sync", eager_size=16384)}
 ALL = ("compiled", "small", "tiered", "cuda", "eager")  # gpu needs a device: run it by name
 
 
