@@ -190,6 +190,10 @@ def _dnan_of(x, r):
 """)
 define("_fpow", """
 def _fpow(a, b):
+    if a != a and b != 0:  # libm hands back a NaN operand as it is; numba's pow clears its sign
+        return a
+    if b != b and a != 1:
+        return b
     return a ** b
 """)
 
@@ -248,6 +252,8 @@ def _fpow1_T(a, b):
         return math.sqrt(a)
     if b == _T(-1.0):
         return _T(1.0) / a
+    if a != a and b != 0:  # (as _fpow)
+        return a
     return a ** b
 """)
 _typed("""

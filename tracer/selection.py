@@ -1,6 +1,8 @@
 """Lazy versions of NumPy's where, nonzero, argwhere, clip and astype."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import graph as G
@@ -104,23 +106,28 @@ def _clip_both(r, lo, hi):
     if dt.kind != "f":
         return apply_ufunc(np.minimum, (apply_ufunc(np.maximum, (r, lo), dtype=dt), hi),
                            dtype=dt)
+    # an operand cast to the loop's dtype makes NumPy's iterator buffer: one flat loop
+    cast = any(isinstance(v, (ndarray, np.ndarray)) and v.dtype != dt for v in (r, lo, hi))
     x, lo, hi = (ndarray._from_node(Operand(v).as_node(dt, "clip")) for v in (r, lo, hi))
-    keep_x = dt == np.float16 or all(_constant_in_loop(b, (x, lo, hi)) for b in (lo, hi))
+    keep_x = dt == np.float16 or all(_constant_in_loop(b, (x, lo, hi), cast) for b in (lo, hi))
     m = _clip_side(x, lo, keep_x, np.less, np.less_equal)
     return _clip_side(m, hi, keep_x, np.greater, np.greater_equal)
 
 
-def _constant_in_loop(b, operands) -> bool:
+def _constant_in_loop(b, operands, buffered: bool) -> bool:
     """Whether NumPy's inner loop sees bound b with stride 0 (its loop for such bounds keeps x
     on a tie). A 0-d bound has stride 0. Where the operands that are not 0-d share one shape,
-    the loop is one flat pass and b, of that shape, has a stride. Otherwise NumPy's iterator
-    drops axes of length 1 and loops over the last axis longer than 1: b has stride 0 if its
-    extent there is 1 (broadcast), or if there is no such axis."""
+    the loop is one flat pass and b, of that shape, has a stride; so it is where an operand is
+    cast (the iterator buffers), and only a one-element bound broadcast over it has stride 0.
+    Otherwise NumPy's iterator drops axes of length 1 and loops over the last axis longer than
+    1: b has stride 0 if its extent there is 1 (broadcast), or if there is no such axis."""
     if b.ndim == 0:
         return True
+    out = broadcast_shapes([o.shape for o in operands])
+    if buffered:
+        return b.size == 1 and math.prod(out) > 1
     if len({o.shape for o in operands if o.ndim}) <= 1:
         return False
-    out = broadcast_shapes([o.shape for o in operands])
     inner = [k for k, d in enumerate(out) if d > 1]
     if not inner:
         return True

@@ -228,3 +228,23 @@ def test_clip_ties_of_signed_zeros_follow_numpys_loop(mode):
             want = numpy.clip(*args)
             got = numpy.asarray(np.clip(*[np.array(a) for a in args]))
             assert numpy.signbit(got).tolist() == numpy.signbit(want).tolist(), (xs, ls, hs)
+
+
+@modes("small", "compiled")
+def test_power_of_a_nan_keeps_its_sign_and_clip_ties_through_a_cast(mode):
+    """numba's pow clears a NaN base's sign; NumPy (libm) hands the NaN back as it is (seed
+    10104893). A clip whose operand is cast runs NumPy's buffered flat loop: a (2, 1) bound
+    has a stride there, so a tie takes the bound (seeds 10103552, 10109274)."""
+    bits = numpy.array([-5, 7, 0, 1065353216], "int32")
+    x, hi = numpy.zeros((2, 3), "int16"), numpy.array([[3.8], [1.0]])
+    with context(**mode):
+        v = np.array(bits)
+        v3 = v.view("float32")
+        np.power(v3, v, out=v3)
+        got = [numpy.asarray(v).tolist(),
+               numpy.signbit(numpy.asarray(np.clip(np.array(x), -0.0, np.array(hi)))).tolist()]
+    w = bits.copy()
+    w3 = w.view("float32")
+    with numpy.errstate(all="ignore"):
+        numpy.power(w3, w, out=w3)
+    assert got == [w.tolist(), numpy.signbit(numpy.clip(x, -0.0, hi)).tolist()]
