@@ -4,15 +4,14 @@ memory order, which reshapes are views)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracer.ir.node import Node
 from . import graph as G
 
-if TYPE_CHECKING:
-    from .array import ndarray
+# "ndarray" in annotations is tracer.array.ndarray, which imports this module (not imported
+# here, even for type checkers: no circle inside the package)
 
 
 def c_strides(shape) -> tuple[int, ...]:
