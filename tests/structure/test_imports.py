@@ -3,8 +3,8 @@
 - the floors stack: `tracer.ir` imports none of the others; `tracer.opt` and
   `tracer.cuda_kernels` import `tracer.ir` only (not each other); the frontend `tracer` sits
   above them all;
-- no import circle inside a floor (module-level and function-level imports both count; an
-  import under `if TYPE_CHECKING:` does not);
+- no import circle inside a floor (module-level, function-level and `if TYPE_CHECKING:`
+  imports all count: a circle a type checker must untangle is a circle too);
 - the floors' package `__init__`s load none of their modules at load time: they import only
   modules that import no project module themselves (`tracer.ir.exports`);
 - a function-level import of a project module carries a comment on its line saying why.
@@ -175,10 +175,6 @@ def module_edges(mods, module: str, source: str, is_package: bool) -> list[Edge]
 
     def walk(node, in_function: bool):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                for sub in child.orelse:  # only the `if` branch is for type checkers
-                    walk(sub, in_function)
-                continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 lines = range(child.lineno, (child.end_lineno or child.lineno) + 1)
                 reason = any(is_reason(notes.get(n, "")) for n in lines)
