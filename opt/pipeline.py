@@ -8,7 +8,7 @@ The passes share one topological order per graph (rewrite.shared_order): a pass 
 nothing returns the same roots, and the graph is sorted again only after a change. A pass whose
 op kinds are absent from the graph (one op histogram per graph, NEEDS) is skipped. The tensor
 splitter is a stage that rewrites nothing (UNDER_BUDGET): given a memory budget it records the
-split on the result, and tracer/budget.py runs the chunks where the plan needs more than the
+split on the result, and tracer/budgeted.py runs the chunks where the plan needs more than the
 budget; with none it is skipped.
 """
 from __future__ import annotations

@@ -22,7 +22,7 @@ from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
-from . import budget, debug, plans
+from . import budget, budgeted, debug, plans
 
 
 def backend() -> str:
@@ -162,8 +162,8 @@ def run(program, bind, graph, split=None) -> list:
     try:
         limit = budget.active()
         if limit is not None:
-            bufs = budget.run(_graph(graph), program, bind, limit, split, program.backend, execute,
-                              lambda g, be: plan(g, be)[0])
+            bufs = budgeted.run(_graph(graph), program, bind, limit, split, program.backend,
+                                execute, lambda g, be: plan(g, be)[0])
         else:
             bufs = executor.run(program, bind)
     except Exception as e:

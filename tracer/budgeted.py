@@ -1,0 +1,255 @@
+"""Budgeted evaluation: a planned program run within the active memory budget (tracer/budget.py),
+whole where what it allocates fits, else split along the rows of a value its outputs follow
+(opt/splitter.py) in chunks that fit beside what the split holds, or MemoryBudgetError before
+anything is allocated. The engine calls `run`.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracer.ir.node import Buffer, make, toposort
+from tracer.ir.registry import OPS, VIEW_OPS
+from tracer.ir.stats import STATS
+from tracer.cuda_kernels import backends, executor, tiled
+from tracer.cuda_kernels.executor import PeakMeter
+from tracer.cuda_kernels.layout import over_one_element
+from tracer.opt import splitter
+from tracer.opt.splitter import row_block
+from .budget import Budget, MemoryBudgetError, beside, fmt_bytes
+
+def _result_bytes(program) -> int:
+    """The memory a program's results take that is new: a result that is an input, or a view
+    of one, is the user's."""
+    bases = {}
+    for r in program.roots:
+        while r.op in VIEW_OPS:
+            r = r.inputs[0]
+        if r.op not in ("input", "const"):
+            bases[id(r)] = r.nbytes
+    return sum(bases.values())
+
+
+def need_bytes(program) -> int:
+    """What a program allocates at most: its planned peak of intermediates plus its results."""
+    return program.peak_bytes + _result_bytes(program)
+
+
+def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> list:
+    """Evaluate a planned program within the budget: whole where what it allocates fits, split
+    (run_split) where not. `split`: the optimizer's, found under the budget (a cached plan's is
+    of a graph of the same structure). The tiered path (cuda_kernels/tiled.py) may use what
+    the plan leaves of the budget. The engine's `execute(roots)` evaluates a graph and
+    `plan(roots, be)` plans one (nothing compiled or run)."""
+    need = need_bytes(program)
+    if need > budget.limit:
+        return run_split(roots, program, split, budget, be, execute, plan)
+    meter = PeakMeter()
+    with tiled.room(budget.limit - need), _no_idle_blocks(be):
+        bufs = executor.run(program, bind, meter)
+    STATS.planned_peak_bytes = need
+    STATS.measured_peak_bytes = meter.peak + _result_bytes(program)
+    return bufs
+
+
+@contextlib.contextmanager
+def _no_idle_blocks(be: str):
+    """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool):
+    under a budget, one of another size must not stay beside a new block (the last, shorter
+    chunk of a split), so none is kept."""
+    pool = backends.get(be).pool
+    if pool is None:
+        yield
+        return
+    old, pool.IDLE_CAP = pool.IDLE_CAP, 0
+    try:
+        yield
+    finally:
+        pool.IDLE_CAP = old
+
+
+def _largest(program, k: int = 3) -> str:
+    """The biggest values a program makes and the ops that make them."""
+    made = [n for n in _made(program) if n.nbytes]
+    made.sort(key=lambda n: -n.nbytes)
+    parts = []
+    for n in made[:k]:
+        what = n.op
+        if n.op == "fusion":
+            ops = [m.op for m in toposort([n.attr("body")]) if m.op not in ("param", "const", "tuple")]
+            what = f"a fused kernel of {', '.join(dict.fromkeys(ops))}"
+        parts.append(f"{n.dtype}{list(n.shape)} ({fmt_bytes(n.nbytes)}) made by {what}")
+    return "; ".join(parts) or "none"
+
+
+def over_budget(program, budget: Budget, why: str, smallest: int) -> MemoryBudgetError:
+    return MemoryBudgetError(
+        f"tracer.memory_budget: this evaluation plans {fmt_bytes(need_bytes(program))} of "
+        f"intermediate buffers and results, over the budget of {fmt_bytes(budget.limit)}; "
+        f"{why}. Largest buffers: {_largest(program)}. The smallest budget that would work: "
+        f"{fmt_bytes(smallest)} ({smallest} bytes).")
+
+
+def _stand_in(n):
+    """A leaf of n's type and C layout over one element of memory: enough to plan a chunk
+    (planning reads no values)."""
+    return make("input", (), n.shape, n.dtype,
+                (("buf", Buffer(over_one_element(n.shape, n.dtype))),))
+
+
+def _made(program) -> list:
+    """The values a program allocates (views and leaves hold no memory of their own)."""
+    return [n for n in program.order if n.op not in ("input", "const", "output") + VIEW_OPS]
+
+
+def _need(g, be, plan) -> int:
+    """What evaluating graph g allocates at most (nothing is allocated to find out)."""
+    return need_bytes(plan(g, be))
+
+
+def _leaf_of(n, value):
+    return make("input", (), n.shape, n.dtype, (("buf", Buffer(value)),))
+
+
+@dataclass
+class _Stages:
+    """A split evaluation's plan: what each stage allocates beside what it holds."""
+    split: splitter.Split
+    deps: list      # (root, its row axis): written chunk by chunk into arrays made first
+    cuts: list      # reductions over the split rows, combined from the chunks' partials
+    pre: list       # values read whole by the chunks, and the results independent of them
+    post: list      # results computed from the combined reductions
+    held: int       # bytes held through the chunks: pre, the partials and the deps' arrays
+    pre_need: int
+    post_need: int
+
+    def chunk_graph(self, rows: int, lo: int, src_rows, realized) -> list:
+        targets = self.deps + [(c, None) for c in self.cuts]
+        return splitter.chunk_graph(targets, self.split, lo, min(lo + rows, self.split.rows),
+                                    src_rows(lo, min(lo + rows, self.split.rows)), realized)
+
+    def smallest(self, chunk_need: int) -> int:
+        """The budget the three stages need, with chunks of this need."""
+        return max(self.pre_need, self.held + chunk_need, self.held + self.post_need)
+
+
+def _stages(roots, split, be, plan) -> _Stages:
+    deps = [(r, a) for r, a in zip(roots, split.root_axes) if isinstance(a, int)]
+    cuts = [c for c, _ in split.cuts.values()]
+    post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
+            split.cuts]
+    pre = ([split.source] if split.source.op != "input" else []) + split.frontier + \
+        [r for r, a in zip(roots, split.root_axes) if a is None]
+    pre = list({id(n): n for n in pre}.values())
+    held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts) + \
+        sum(r.nbytes for r, _ in deps)
+    pre_need = _need(pre, be, plan) if pre else 0
+    post_need = 0
+    if post:
+        stand = {id(n): _stand_in(n) for n in pre + cuts}
+        post_need = _need(splitter.chunk_graph([(r, None) for r in post], split, 0, 0, None,
+                                               stand), be, plan)
+    return _Stages(split, deps, cuts, pre, post, held, pre_need, post_need)
+
+
+def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tuple[int, int]:
+    """(rows, need): the most rows a chunk may have whose need fits beside what is held, or
+    raise MemoryBudgetError naming the smallest budget that works."""
+    stand = {id(n): _stand_in(n) for n in st.pre}
+    split, n_rows = st.split, st.split.rows
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan)  # noqa: E731
+    # start from chunks whose biggest value is about split_size (the big values grow with the
+    # rows), then shrink until the chunk's plan fits beside what is held
+    biggest = max([n.nbytes for n in _made(program)] + [1])
+    rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
+    need = need_of(rows)
+    while st.held + need > budget.limit and rows > 1:
+        room = max(budget.limit - st.held, 1)
+        rows = max(1, min(rows - 1, int(rows * room / need * 0.95)))
+        need = need_of(rows)
+    if st.smallest(need) <= budget.limit:
+        return rows, need
+    smallest = min(need_bytes(program), st.smallest(need_of(1)))
+    if st.held + need > budget.limit:
+        why = (f"split into single rows along axis {split.axis} of {split.source.dtype}"
+               f"{list(split.source.shape)} it still needs {fmt_bytes(st.held + need)}, "
+               f"{fmt_bytes(st.held)} of it held through the chunks (the row-wise results, "
+               f"the values the chunks read whole)")
+    elif st.pre_need > budget.limit:
+        why = f"the values the chunks read whole need {fmt_bytes(st.pre_need)}"
+    else:
+        why = f"what follows the split reductions needs {fmt_bytes(st.held + st.post_need)}"
+    raise over_budget(program, budget, why, smallest)
+
+
+def run_split(roots, program, split, budget: Budget, be: str, execute, plan) -> list:
+    """Evaluate roots within the budget by splitting them as the optimizer found (`split`, or
+    None where nothing splits: opt/splitter.py), or raise MemoryBudgetError before anything is
+    allocated. `execute(roots)` evaluates a graph.
+
+    Stages: the values the chunks read whole (and outputs independent of the split rows);
+    the chunks, each writing its rows of the row-wise outputs and adding its partial to each
+    reduction over the rows (combined in chunk order); then the outputs computed from those
+    combined reductions. The chunks and what follows them run within what the earlier stages
+    hold of the budget."""
+    if split is None:
+        raise over_budget(program, budget, "no input or value has rows that every output "
+                          "follows, so it cannot be split", need_bytes(program))
+    split = split.on(roots)
+    st = _stages(roots, split, be, plan)
+    stand = {id(n): _stand_in(n) for n in st.pre}
+    source = split.source.attr("buf").value if split.source.op == "input" else \
+        stand[id(split.source)].attr("buf").value
+    rows, need = _chunk_rows(st, program, budget, _rows_of(source, split.axis), be, plan)
+    # run: the values read whole first, then the chunks into the outputs
+    realized, measured = {}, 0
+    if st.pre:
+        for n, buf in zip(st.pre, execute(st.pre)):
+            realized[id(n)] = make("input", (), n.shape, n.dtype, (("buf", buf),))
+        measured = STATS.measured_peak_bytes
+    if split.source.op != "input":
+        source = realized[id(split.source)].attr("buf").value
+    src_rows = _rows_of(source, split.axis)
+    outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
+    partial: list = [None] * len(st.cuts)
+    with beside(budget, st.held):
+        for lo in range(0, split.rows, rows):
+            _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
+            measured = max(measured, st.held + STATS.measured_peak_bytes)
+    result = {id(r): Buffer(o) for (r, _), o in zip(st.deps, outs)}
+    for c, v in zip(st.cuts, partial):
+        realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
+        result[id(c)] = realized[id(c)].attr("buf")
+    if st.post:
+        g = splitter.chunk_graph([(r, None) for r in st.post], split, 0, 0, None, realized)
+        with beside(budget, st.held):
+            for r, buf in zip(st.post, execute(g)):
+                result[id(r)] = buf
+        measured = max(measured, st.held + STATS.measured_peak_bytes)
+    STATS.measured_peak_bytes = measured
+    STATS.planned_peak_bytes = st.smallest(need)
+    STATS.split_chunks += -(-split.rows // rows)
+    for r in roots:
+        if id(r) not in result:
+            result[id(r)] = realized[id(r)].attr("buf")
+    return [result[id(r)] for r in roots]
+
+
+def _rows_of(value, axis: int):
+    return lambda lo, hi: row_block(value, axis, lo, hi)
+
+
+def _run_chunk(st: _Stages, rows: int, lo: int, src_rows, realized, execute, outs,
+               partial) -> None:
+    """One chunk: its rows of the row-wise outputs, its partials added to the cuts'."""
+    g = st.chunk_graph(rows, lo, src_rows, realized)
+    bufs = execute(g)
+    hi = min(lo + rows, st.split.rows)
+    for out, (_, ax), buf in zip(outs, st.deps, bufs):
+        row_block(out, ax, lo, hi)[...] = buf.value
+    for j, (c, buf) in enumerate(zip(st.cuts, bufs[len(st.deps):])):
+        part = np.asarray(buf.value)
+        partial[j] = part if partial[j] is None else \
+            OPS[c.op].ufunc(partial[j], part).astype(c.dtype)
