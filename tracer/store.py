@@ -17,7 +17,19 @@ from tracer.cuda_kernels.backends import to_host
 from tracer.ir.node import Node, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
-from . import budget, debug, engine
+from . import budget, debug
+
+engine = None  # tracer.engine once _engine() has imported it
+
+
+def _engine():
+    """tracer.engine, imported at the first evaluation: it loads the optimizer, lowering and
+    the kernel executor, which `import tracer.numpy` and a program whose ops all run eagerly
+    never need."""
+    global engine
+    if engine is None:
+        import tracer.engine as engine  # lazy: loaded on the first evaluation (startup cost)
+    return engine
 
 # id(variable) -> a weak reference to it: the variables whose value may be a graph still to
 # compute. No callbacks (a dead variable costs nothing): its entry stays until a walk over the
@@ -236,7 +248,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = list(map(_node_of, group))
         try:
-            bufs = engine.execute(nodes, small)
+            bufs = _engine().execute(nodes, small)
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
@@ -298,7 +310,7 @@ def _by_size(vars_: list[Var]) -> list[tuple[list, bool]]:
     (engine.small_roots) apart from the rest, so they are not compiled along with a big one."""
     if not CONFIG.small_graph:
         return [(vars_, False)]
-    small = engine.small_roots(list(map(_node_of, vars_)))
+    small = _engine().small_roots(list(map(_node_of, vars_)))
     if not any(small):
         return [(vars_, False)]
     groups = ([v for v, s in zip(vars_, small) if s], [v for v, s in zip(vars_, small) if not s])
