@@ -2,7 +2,10 @@
 `default_backend` picks one; `to_host` reads a buffer back."""
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
+import sys
 
 from tracer.ir.node import Buffer
 from .base import Backend
@@ -29,8 +32,30 @@ def get(name: str) -> Backend:
     return _BACKENDS[name]
 
 
+# the names Numba's CUDA driver tries to load on Linux (numba.cuda.cudadrv.driver), in order
+_DRIVER_LIBS = ("libcuda.so", "libcuda.so.1", "/usr/lib/libcuda.so", "/usr/lib/libcuda.so.1",
+                "/usr/lib64/libcuda.so", "/usr/lib64/libcuda.so.1")
+
+
+def _no_driver() -> bool:
+    """Whether Numba would find no CUDA driver library, asked without importing Numba (a few
+    hundred milliseconds): a machine without a GPU picks the cpu backend at no cost. The
+    simulator needs no driver; other systems are left to Numba."""
+    if sys.platform != "linux" or os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        return False
+    for name in _DRIVER_LIBS:
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            continue
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _cuda_available() -> bool:
+    if _no_driver():
+        return False
     try:
         from numba import cuda
         return bool(cuda.is_available())
