@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _POOL: list[ThreadPoolExecutor] = []
 _POOL_LOCK = threading.Lock()  # user threads may ask for the pool at once
@@ -16,6 +19,9 @@ def pool() -> ThreadPoolExecutor:
     if not _POOL:
         with _POOL_LOCK:
             if not _POOL:
+                # imported here: concurrent.futures (and the logging it loads) would cost
+                # `import tracer.numpy` about 10 ms
+                from concurrent.futures import ThreadPoolExecutor
                 _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
                                                 thread_name_prefix="tracer-host"))
     return _POOL[0]
