@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins as _builtins
 import math as _math
 import inspect as _inspect
+from types import FunctionType as _FunctionType
 
 import numpy as _np
 
@@ -193,13 +194,23 @@ ndarray.__module__ = ufunc.__module__ = "tracer.numpy"  # where users meet them
 
 
 def _positions(fn) -> dict[str, int]:
-    """Where fn takes `dtype` and its data parameters (-1: by keyword only)."""
-    try:
-        params = _inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else -1
-            for i, p in enumerate(params) if p.name == "dtype" or p.name in _DATA_PARAMS}
+    """Where fn takes `dtype` and its data parameters (-1: by keyword only). Read from the code
+    of a plain function (inspect.signature of each of the namespace's functions would cost a
+    few milliseconds at import); anything else is left to inspect."""
+    while not hasattr(fn, "__signature__") and hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    if not isinstance(fn, _FunctionType) or hasattr(fn, "__signature__"):
+        try:
+            params = _inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return {}
+        return {p.name: i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else -1
+                for i, p in enumerate(params) if p.name == "dtype" or p.name in _DATA_PARAMS}
+    code = fn.__code__
+    n = code.co_argcount  # positional parameters, then the keyword-only ones
+    names = code.co_varnames[:n + code.co_kwonlyargcount]
+    return {p: i if i < n else -1 for i, p in enumerate(names)
+            if p == "dtype" or p in _DATA_PARAMS}
 
 
 def _foreign_dtype(dtype) -> bool:
