@@ -3,9 +3,12 @@
 Functions listed here record lazily. Any other NumPy function still works: it evaluates its
 inputs, runs NumPy, warns once per call site and is counted (`tracer.stats().fallbacks`).
 It only re-exports: the table of lazy functions is tracer/dispatch.py. Importing it installs
-the lazy array's operators and methods (tracer's own names load it first).
+the lazy array's operators and methods (tracer's own names load it first). `random` loads at
+its first use, as NumPy's own does: numpy.random takes about 15 ms to import.
 """
 from __future__ import annotations
+
+import importlib as _importlib
 
 import numpy as _np
 
@@ -16,7 +19,7 @@ from ..fallback import fallback_getattr as _fallback_getattr
 _methods.install()  # the lazy array's operators and methods, before any array can be made
 
 globals().update(_LAZY)
-from . import linalg, random  # noqa: E402,F401
+from . import linalg  # noqa: E402,F401
 
 # constants and types come straight from NumPy
 from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  # noqa: E402,F401
@@ -29,4 +32,14 @@ float_ = _np.float64
 int_ = _np.int_
 
 
-__getattr__ = _fallback_getattr(_np)
+_numpy_getattr = _fallback_getattr(_np)
+
+
+def __getattr__(name: str):
+    if name == "random":  # the submodule, imported on first use (it sets the attribute)
+        return _importlib.import_module(".random", __name__)
+    return _numpy_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "random"})
