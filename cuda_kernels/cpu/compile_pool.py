@@ -21,18 +21,20 @@ result: Numba dispatches on the real argument types.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import sys
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor, process as _futures_process
+from typing import TYPE_CHECKING
 
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from . import compile_worker
 from ..compiler import Kernel, module_path, writable
 from ..progress import Bar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 _POOL: ProcessPoolExecutor | None = None
 _POOL_SIZE = 0
@@ -54,6 +56,9 @@ def pool() -> ProcessPoolExecutor:
     if _POOL is None or _POOL_SIZE != n:
         if _POOL is not None:
             _POOL.shutdown(wait=True)
+        # imported with the first pool: a program whose kernels are all on disk never needs them
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
         _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
                                     initializer=compile_worker.exit_with_parent,
                                     initargs=(os.getpid(),))
@@ -83,7 +88,8 @@ def _drop_queued_compiles() -> None:
         # again through a pipe that thread may be closing at that moment (EBADF on 3.11).
         # threading's shutdown still joins the thread.
         if manager is not None:
-            getattr(_futures_process, "_threads_wakeups", {}).pop(manager, None)
+            from concurrent.futures import process  # (loaded with the pool)
+            getattr(process, "_threads_wakeups", {}).pop(manager, None)
 
 
 # threading's exit hooks run before atexit's, and last registered first: this runs before
