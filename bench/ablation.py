@@ -36,6 +36,7 @@ import numpy  # noqa: E402
 from tracer import opt  # noqa: E402
 import tracer  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
+from tracer.engine import backend  # noqa: E402  (not loaded by import tracer.numpy)
 from tracer.ir.config import CONFIG, context  # noqa: E402
 
 TOLERANCE = 1e-3  # float32 programs checked against float64 NumPy
@@ -316,7 +317,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = {name: run_program(name, sizes, passes, repeat, log) for name in programs}
     head = [f"# Pass ablation ({'quick' if args.quick else 'full'} sizes, backend "
-            f"{tracer.engine.backend()}, median of {repeat}, {os.cpu_count()} cpus, "
+            f"{backend()}, median of {repeat}, {os.cpu_count()} cpus, "
             f"{time.perf_counter() - t0:.0f} s)", "",
             f"Pipeline: {' -> '.join(name for name, _fn, _why in opt.PIPELINE)}", ""]
     text = "\n".join(head + table(results, passes)) + "\n"

@@ -38,6 +38,7 @@ import numpy  # noqa: E402
 
 import tracer  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
+from tracer.engine import backend  # noqa: E402  (not loaded by import tracer.numpy)
 from bench.bench_foundation import machine_info, rel_err, timed  # noqa: E402
 
 FULL = dict(n=4000, N=4000, D=64, s=4096)
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
         f"# optimizer benchmark ({'quick' if args.quick else 'full'} sizes), "
         f"{datetime.datetime.now().isoformat(timespec='seconds')}",
         "",
-        *machine_info(str(tracer.engine.backend())),
+        *machine_info(str(backend())),
         f"- one warm-up call, then median of {repeat}; ratio = tracer ms / peer ms (lower is "
         "better); err = max|got - ref| / max|ref| (normwise) against float64",
         "",
