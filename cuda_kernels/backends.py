@@ -6,9 +6,12 @@ import ctypes
 import functools
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from tracer.ir.node import Buffer
-from .base import Backend
+
+if TYPE_CHECKING:  # annotations only: base loads with the first backend
+    from .base import Backend
 
 _BACKENDS: dict[str, Backend] = {}
 

@@ -10,7 +10,6 @@ import builtins
 import math
 import operator
 import weakref
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -204,6 +203,7 @@ class ndarray:
         # NumPy's own errors and result layout, from a stand-in with this array's strides
         st = tuple(int(s * self.itemsize) for s in self._view.strides)
         out = np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape, st).view(dt)
+        from fractions import Fraction  # here: fractions and decimal take ms to import
         strides = tuple(s // dt.itemsize if s % dt.itemsize == 0 else Fraction(s, dt.itemsize)
                         for s in out.strides)
         return self._derive("bitcast", dt, out.shape, strides)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tracer.ir.config import CONFIG
 from tracer.cuda_kernels import backends
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$", re.I)
+_SIZE = r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$"  # compiled at first use (re caches it)
 
 
 class MemoryBudgetError(MemoryError):
@@ -33,8 +33,7 @@ class MemoryBudgetError(MemoryError):
     is allocated."""
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):  # (a frozen dataclass would cost a millisecond at import)
     limit: int        # bytes an evaluation may allocate: intermediates and results
     split_size: int   # largest chunk of a split value, in bytes
 
@@ -70,7 +69,7 @@ def parse_size(limit, backend: str = "cpu") -> int:
             raise ValueError(f"memory_budget: a percentage must be in (0, 100], not {limit!r}")
         return int(free_bytes(backend) * pct / 100)
     if isinstance(limit, str):
-        m = _SIZE.match(limit)
+        m = re.match(_SIZE, limit, re.I)
         if m is None or m.group(2).lower() not in _UNITS:
             raise ValueError(f"memory_budget: cannot read {limit!r} as a size (examples: "
                              "1000000, '512 MiB', '2GB', '50%')")
