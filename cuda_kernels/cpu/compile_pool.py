@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 _POOL: ProcessPoolExecutor | None = None
 _POOL_SIZE = 0
 _DEFERRED: list[Kernel] = []  # tiered kernels whose compile starts after the current run
+_HOOKED = False  # whether _drop_queued_compiles is registered to run at exit
 
 
 def workers() -> int:
@@ -51,7 +52,7 @@ def workers() -> int:
 
 
 def pool() -> ProcessPoolExecutor:
-    global _POOL, _POOL_SIZE
+    global _POOL, _POOL_SIZE, _HOOKED
     n = workers()
     if _POOL is None or _POOL_SIZE != n:
         if _POOL is not None:
@@ -59,6 +60,12 @@ def pool() -> ProcessPoolExecutor:
         # imported with the first pool: a program whose kernels are all on disk never needs them
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+        if not _HOOKED:
+            # threading's exit hooks run before atexit's, and last registered first: registered
+            # after concurrent.futures.process registers its own, this runs before that joins
+            # the pool
+            threading._register_atexit(_drop_queued_compiles)
+            _HOOKED = True
         _POOL = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
                                     initializer=compile_worker.exit_with_parent,
                                     initargs=(os.getpid(),))
@@ -90,11 +97,6 @@ def _drop_queued_compiles() -> None:
         if manager is not None:
             from concurrent.futures import process  # (loaded with the pool)
             getattr(process, "_threads_wakeups", {}).pop(manager, None)
-
-
-# threading's exit hooks run before atexit's, and last registered first: this runs before
-# concurrent.futures joins the pool
-threading._register_atexit(_drop_queued_compiles)
 
 
 @contextlib.contextmanager
