@@ -36,7 +36,7 @@ import numpy  # noqa: E402
 from tracer import opt  # noqa: E402
 import tracer  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
-from tracer.engine import backend  # noqa: E402  (not loaded by import tracer.numpy)
+from tracer.engine import backend  # noqa: E402  (no attribute of tracer until loaded)
 from tracer.ir.config import CONFIG, context  # noqa: E402
 
 TOLERANCE = 1e-3  # float32 programs checked against float64 NumPy

@@ -38,7 +38,7 @@ import numpy  # noqa: E402
 
 import tracer  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
-from tracer.engine import backend  # noqa: E402  (not loaded by import tracer.numpy)
+from tracer.engine import backend  # noqa: E402  (no attribute of tracer until loaded)
 from bench.bench_foundation import machine_info, rel_err, timed  # noqa: E402
 
 FULL = dict(n=4000, N=4000, D=64, s=4096)

@@ -7,9 +7,9 @@ transposes, reshapes that keep it, reductions over other axes, the row side of a
 Then row block [lo, hi) of the outputs needs only row block [lo, hi) of S, and the values the
 program reads besides S in full.
 
-The budget runner (tracer/budgeted.py) realizes S and the values the chunks read in full (`frontier`)
-first, then for each chunk evaluates `chunk_graph(...)` and copies its results into the
-outputs. The big tensors of the paths (the N x M x D difference, the N x M score matrix) then
+The budget runner (tracer/budgeted.py) realizes S and the values the chunks read in full
+(`frontier`) first, then for each chunk evaluates `chunk_graph(...)` and copies its results into
+the outputs. The big tensors of the paths (the N x M x D difference, the N x M score matrix) then
 only ever exist one chunk of rows at a time.
 
 S is sought among the graph's leaves and computed values (self-attention: Q, K and V all come
