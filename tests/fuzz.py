@@ -617,7 +617,7 @@ def _hosts_used(line):
 
 MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
          "small": dict(small_graph=4096, compile_mode="sync", eager_size=0),
-         "lifted": dict(small_graph=0, compile_mode="sync", eager_size=0, lift_all=True),
+         "lifted": dict(small_graph=0, compile_mode="sync", eager_size=0, lift="all"),
          "tiered": dict(small_graph=0, compile_mode="tiered", eager_size=0),
          "cuda": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=True,
                       eager_size=0),

@@ -205,7 +205,7 @@ def find(key, values: list) -> tuple[Entry, list] | None:
     if entry is not None:
         return entry, []
     entry = fam.lifted
-    if entry is not None:
+    if entry is not None and CONFIG.lift != "none":
         first = fam.values
         for k in entry.fixed:
             if values[k] != first[k]:
@@ -217,10 +217,11 @@ def find(key, values: list) -> tuple[Entry, list] | None:
 def to_lift(key, values: list) -> list[int]:
     """The positions of `values` a new plan for them lifts into parameters: none at a first
     sighting of the key (or under a memory budget), else every position whose value differs
-    from the first sighting's or was lifted before; every position under CONFIG.lift_all."""
-    if budget.active() is not None:
+    from the first sighting's or was lifted before (CONFIG.lift "changed"); every position
+    under "all", none under "none"."""
+    if budget.active() is not None or CONFIG.lift == "none":
         return []
-    if CONFIG.lift_all:
+    if CONFIG.lift == "all":
         return list(range(len(values)))
     fam = _PLANS.get(key)
     if fam is None:

@@ -208,7 +208,7 @@ def test_a_lifted_slice_is_a_view_in_the_graph_and_written_values_stay_numpys():
 
 def test_lift_all_runs_every_graph_through_parameters():
     x = np.asarray(H)
-    with context(lift_all=True):
+    with context(lift="all"):
         _same(numpy.asarray(x[3:30:2] * 4.0 - 1.0), H[3:30:2] * 4.0 - 1.0)
     (entry,) = _lifted()
     assert len(entry.params) == 3

@@ -1,0 +1,140 @@
+"""Loops whose body differs between iterations only in slice bounds, integer indices or scalar
+constants (issue 19 item 2), NumPy and tracer side by side.
+
+    python bench/bench_plan_params.py [--n 1000000] [--iters 50] [--repeat 5]
+
+Each loop reads a value every iteration (a convergence check, a running total), so every
+iteration is one evaluation. tracer runs twice per repeat, interleaved with NumPy: with the
+plan cache lifting the values that change into runtime parameters (TRACER_LIFT=changed, the
+default) and with nothing lifted (TRACER_LIFT=none: every new value is a new plan, as before).
+Each repeat uses values no earlier repeat used, so no plan of an earlier one matches them
+exactly. Per loop: milliseconds per iteration (median over repeats), and per repeat the plans
+made, the optimizer's seconds and the kernels compiled (medians; the first repeat, which
+plans and compiles what later ones reuse, is reported on its own).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TRACER_BACKEND", "cpu")
+os.environ.setdefault("TRACER_COMPILE", "sync")  # compiled kernels, not the NumPy tier
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
+    sys.path.insert(0, str(ROOT))
+
+import numpy  # noqa: E402
+
+import tracer  # noqa: E402
+import tracer.numpy as tnp  # noqa: E402
+from tracer.ir.config import context  # noqa: E402
+
+
+def window(np, x, ks):
+    """A sliding window: slice bounds and a constant change, `s += (x[k:k+m] * c_k).sum()`."""
+    m, s = x.shape[0] // 2, 0.0
+    for k in ks:
+        s += float((x[k:k + m] * (1.0 + k * 1e-3)).sum())
+    return s
+
+
+def index(np, x, ks):
+    """An integer index into a large value: `y = y * 0.5 + x[i]`, checked each step."""
+    y, r = np.zeros(x.shape[0]), 0.0
+    for i in ks:
+        y = y * 0.5 + x[i]
+        r += float(y[-1])
+    return r
+
+
+def schedule(np, x, ks):
+    """A scalar constant on a schedule: `y = sqrt(y*y + eps_k)`, its maximum checked."""
+    y, r = x, 0.0
+    for k in ks:
+        y = np.sqrt(y * y + 1e-3 * k)
+        r += float(y.max())
+    return r
+
+
+def rows(np, x, ks):
+    """A block of rows moves down a matrix, with a weight: rows of a 2-D slice summed."""
+    a, r = x.reshape(1000, -1), 0.0
+    for k in ks:
+        r += float((a[k:k + 500, 1:-1] * (k % 7 + 1.5)).sum(axis=1).max())
+    return r
+
+
+def poly(np, x, ks):
+    """A larger body: a degree-8 polynomial whose coefficients follow k, and three statistics
+    of it read together."""
+    r = 0.0
+    for k in ks:
+        y = x * 0.0 + 1.0
+        for j in range(8):
+            y = y * x + (j + 1) * (1.0 + 1e-4 * k)
+        lo, hi, m = tracer.evaluate(y.min(), y.max(), y.mean()) if np is tnp else \
+            (y.min(), y.max(), y.mean())
+        r += float(hi) - float(lo) + float(m)
+    return r
+
+
+CASES = {"window": window, "index": index, "schedule": schedule, "rows": rows, "poly": poly}
+
+
+def run_tracer(f, h, ks, lift):
+    with context(lift=lift):
+        tracer.reset_stats()
+        t0 = time.perf_counter()
+        f(tnp, tnp.asarray(h), ks)
+        dt = time.perf_counter() - t0
+        s = tracer.stats()
+        made = s.evaluations - s.plan_cache_hits - s.small_graphs
+        return dt, made, s.optimize_s, s.kernels_compiled
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES))
+    args = ap.parse_args(argv)
+    h = numpy.random.default_rng(0).standard_normal(args.n)
+    print(f"n = {args.n:,} float64, {args.iters} iterations a loop, {args.repeat} repeats "
+          f"(backend {tracer.engine.backend()})\n")
+    print("| loop | numpy ms/it | tracer ms/it | no lifting ms/it | plans made (first, later) "
+          "| no lifting | optimize s/loop | no lifting | kernels compiled (first, later) "
+          "| no lifting |")
+    print("| --- | " + " | ".join(["---"] * 9) + " |")
+    for name in args.cases.split(","):
+        f = CASES[name]
+        res = {"numpy": [], "changed": [], "none": []}
+        for rep in range(args.repeat + 1):  # rep 0: warms what every repeat shares
+            ks = list(range(rep * args.iters, (rep + 1) * args.iters))
+            t0 = time.perf_counter()
+            want = f(numpy, h, ks)
+            res["numpy"].append((time.perf_counter() - t0, 0, 0.0, 0))
+            for lift in ("changed", "none"):
+                got = run_tracer(f, h, ks, lift)
+                res[lift].append(got)
+            with context(lift="changed"):
+                check = f(tnp, tnp.asarray(h), ks)
+            assert abs(check - want) <= 1e-9 * max(1.0, abs(want)), (name, check, want)
+        def ms(k):
+            return statistics.median(r[0] for r in res[k][1:]) / args.iters * 1e3
+        def first_later(k, i, fmt="{:g}"):
+            later = statistics.median(r[i] for r in res[k][2:]) if args.repeat > 1 else 0
+            return f"{fmt.format(res[k][1][i])}, {fmt.format(later)}"
+        print(f"| {name} | {ms('numpy'):.2f} | {ms('changed'):.2f} | {ms('none'):.2f} | "
+              f"{first_later('changed', 1)} | {first_later('none', 1)} | "
+              f"{first_later('changed', 2, '{:.3f}')} | {first_later('none', 2, '{:.3f}')} | "
+              f"{first_later('changed', 3)} | {first_later('none', 3)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
