@@ -625,7 +625,8 @@ MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
                      eager_size=0),
          # a user's defaults (ir/config.py SMALL_GRAPH, EAGER_SIZE), whatever the environment
          "eager": dict(small_graph=4096, compile_mode="sync", eager_size=16384)}
-ALL = ("compiled", "small", "lifted", "tiered", "cuda", "eager")  # gpu needs a device: run it by name
+# gpu needs a device: run it by name
+ALL = ("compiled", "small", "lifted", "tiered", "cuda", "eager")
 
 
 def programs(mode: str, seeds):

@@ -67,9 +67,7 @@ def lookup(roots: list[Node], be: str):
     slot_roots, slots, params, slot_order = plans.with_slots(
         roots, leaves, order, [holders[k] for k in lift])
     program, res = _optimize_lower(slot_roots, be, order=slot_order)
-    lifted = set(lift)
-    entry = plans.Entry(program, slots, res, params, lift,
-                        [k for k in range(len(values)) if k not in lifted])
+    entry = plans.Entry(program, slots, res, params, lift, len(values))
     plans.put(key, values, entry)
     return entry, False, leaves, entry.param_buffers(values)
 

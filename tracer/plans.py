@@ -16,8 +16,8 @@ becomes a 0-d leaf, a slice a `dynamic_slice` whose starts are an int64 leaf. Th
 serves every value, so a loop whose body differs between iterations only in these values
 optimizes twice and compiles at most two sets of kernels, however long it runs. The lifted
 graph computes what the graph did (its ops see the same values, as leaves), so its results
-are the same bits. Under a memory budget nothing is lifted: a budgeted run maps the plan's split onto the
-user's graph node for node.
+are the same bits. Under a memory budget nothing is lifted: a budgeted run maps the plan's
+split onto the user's graph node for node.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from tracer.ir.node import Buffer, Node, Slot, make
 from tracer.ir.config import CONFIG
 from . import budget
 
-MAX_PLANS = 256  # graph structures (families) kept; and plans for the values of one
+MAX_PLANS = 256  # graph structures kept (Family), and plans with constants kept in one
 _INT64 = np.dtype(np.int64)
 
 
@@ -40,12 +40,14 @@ class Entry:
     __slots__ = ("program", "slots", "res", "slot_ids", "params", "param_ids", "lifted",
                  "fixed")
 
-    def __init__(self, program, slots, res, params=(), lifted=(), fixed=()):
+    def __init__(self, program, slots, res, params=(), lifted=(), n_values=0):
         self.program, self.slots, self.res = program, slots, res
         self.slot_ids = [id(s) for s in slots]  # the keys of a run's `bind`
-        # the lifted values' leaves, and their positions in signature's `values` (the others:
-        # `fixed`)
-        self.params, self.lifted, self.fixed = params, lifted, fixed
+        # the lifted values' leaves, and their positions among signature's `n_values` values
+        # (the others: `fixed`)
+        self.params, self.lifted = params, lifted
+        lift = set(lifted)
+        self.fixed = [k for k in range(n_values) if k not in lift]
         self.param_ids = [id(p) for p in params]
 
     def param_buffers(self, values: list) -> list[Buffer]:

@@ -219,5 +219,19 @@ def test_simulated_cuda_dynamic_slice():
     with context(backend="cuda", cuda_sim=True):
         x = np.asarray(h)
         for k in range(4):
-            _same(numpy.asarray(x[k:k + 2, 9 - k::-2] * (k + 0.5)), h[k:k + 2, 9 - k::-2] * (k + 0.5))
+            _same(numpy.asarray(x[k:k + 2, 9 - k::-2] * (k + 0.5)),
+                  h[k:k + 2, 9 - k::-2] * (k + 0.5))
     assert _lifted()
+
+
+def test_lift_none_plans_each_new_value_and_ignores_a_lifted_plan():
+    x = np.asarray(H)
+    for c in (1.0, 2.0, 3.0):  # lifted from the second
+        numpy.asarray(x[1:9] * c)
+    with context(lift="none"):
+        for c in (4.0, 5.0):
+            misses = _misses()
+            _same(numpy.asarray(x[1:9] * c), H[1:9] * c)
+            assert _misses() == misses + 1
+    fam, = plans._PLANS.values()
+    assert len(fam.exact) == 3
