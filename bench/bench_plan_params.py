@@ -103,7 +103,11 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--lift", default="changed,none",
+                    help="the TRACER_LIFT settings to run (one, with a fresh kernel cache, "
+                         "shows what its first loop compiles cold)")
     args = ap.parse_args(argv)
+    lifts = args.lift.split(",")
     h = numpy.random.default_rng(0).standard_normal(args.n)
     print(f"n = {args.n:,} float64, {args.iters} iterations a loop, {args.repeat} repeats after "
           f"the first loop (backend {tracer.engine.backend()}, kernel cache "
@@ -120,9 +124,8 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             want = f(numpy, h, ks)
             res["numpy"].append((time.perf_counter() - t0,))
-            for lift in ("changed", "none"):
-                got = run_tracer(f, h, ks, lift)
-                res[lift].append(got)
+            for lift in lifts:
+                res[lift].append(run_tracer(f, h, ks, lift))
             with context(lift="changed"):
                 check = f(tnp, tnp.asarray(h), ks)
             assert abs(check - want) <= 1e-9 * max(1.0, abs(want)), (name, check, want)
@@ -131,6 +134,9 @@ def main(argv=None) -> int:
             return statistics.median(r[i] for r in res[k][1:])
         cells = [f"{later('numpy', 0) / args.iters * 1e3:.2f}"]
         for k in ("changed", "none"):
+            if not res[k]:
+                cells += ["-", "-"]
+                continue
             t, made, _, compiled = res[k][0]
             cells += [f"{t:.2f} ({made}, {compiled})",
                       f"{later(k, 0) / args.iters * 1e3:.2f} ({later(k, 1):g}, "
