@@ -37,5 +37,7 @@ def stand_in(n: Node) -> np.ndarray:
     if n.op in VIEW_OPS:
         x = stand_in(n.inputs[0])
         if n.op != "reshape" or x.flags.c_contiguous:  # (a reshape that cannot view copies)
-            return np.asarray(OPS[n.op].ref(x, **dict(n.attrs)))
+            # a view's other inputs are indices (dynamic_slice's starts): any give its layout
+            rest = [np.zeros(i.shape, i.dtype) for i in n.inputs[1:]]
+            return np.asarray(OPS[n.op].ref(x, *rest, **dict(n.attrs)))
     return over_one_element(n.shape, n.dtype)

@@ -134,6 +134,18 @@ register(OpDef("slice", Kind.MOVEMENT, 1, _slice_shape, _same_dtype, ref=_slice_
                props=Props(view=True)))
 
 
+def _dynamic_slice_ref(x, starts, lengths, steps):
+    return x[tuple(py_slice(s, s + n * st, st)
+                   for s, n, st in zip(map(int, starts), lengths, steps))]
+
+
+# dynamic_slice(x, starts): a slice whose starts are a runtime int64[ndim] input, of the given
+# lengths and steps. The plan cache lifts the starts of a slice that changes between
+# evaluations of one graph into it (tracer/plans.py), so one plan serves every start.
+register(OpDef("dynamic_slice", Kind.MOVEMENT, 2, lambda s, a: tuple(a["lengths"]),
+               _same_dtype, ref=_dynamic_slice_ref, props=Props(view=True)))
+
+
 def _bitcast_shape(shapes, attrs):
     """ndarray.view(dtype) of a C-contiguous value: the last axis holds the same bytes."""
     (shape,), dt = shapes, np.dtype(attrs["dtype"])

@@ -36,6 +36,10 @@ class Config:
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
     # adaptive laziness: an op whose inputs are realized host values of at most this many
     # elements each runs at once by NumPy, with NumPy's result (0: record every op)
+    # which constants and slice starts a plan takes as runtime parameters (tracer/plans.py):
+    # "changed" (those that differ from the graph's first sighting), "all" (every one, from
+    # the first sighting: tests) or "none" (each new value plans anew: comparisons)
+    lift: str = field(default_factory=lambda: os.environ.get("TRACER_LIFT", "changed"))
     eager_size: int = field(
         default_factory=lambda: int(os.environ.get("TRACER_EAGER_SIZE", EAGER_SIZE) or 0))
 

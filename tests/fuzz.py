@@ -36,7 +36,8 @@ line's target is read at once; raising the same type then counts as `late` (not 
 issue 17 item 16 allows it for lazily computed values) and the program stops there. A program
 also stops after an in-place line NumPy rejected (NumPy may have written part of it).
 
-Modes: compiled (small_graph=0, sync compile), small (small_graph=4096, sync), tiered
+Modes: compiled (small_graph=0, sync compile), small (small_graph=4096, sync), lifted (as
+compiled, every plan made with its constants and slice starts as runtime parameters), tiered
 (small_graph=0, tiered compile, a fresh kernel cache per run of the command), cuda (the
 cuda backend under Numba's simulator, run in a subprocess that sets NUMBA_ENABLE_CUDASIM=1
 first; its programs are shorter and its shapes tiny), all with adaptive laziness off
@@ -616,6 +617,7 @@ def _hosts_used(line):
 
 MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
          "small": dict(small_graph=4096, compile_mode="sync", eager_size=0),
+         "lifted": dict(small_graph=0, compile_mode="sync", eager_size=0, lift="all"),
          "tiered": dict(small_graph=0, compile_mode="tiered", eager_size=0),
          "cuda": dict(small_graph=0, compile_mode="sync", backend="cuda", cuda_sim=True,
                       eager_size=0),
@@ -623,7 +625,8 @@ MODES = {"compiled": dict(small_graph=0, compile_mode="sync", eager_size=0),
                      eager_size=0),
          # a user's defaults (ir/config.py SMALL_GRAPH, EAGER_SIZE), whatever the environment
          "eager": dict(small_graph=4096, compile_mode="sync", eager_size=16384)}
-ALL = ("compiled", "small", "tiered", "cuda", "eager")  # gpu needs a device: run it by name
+# gpu needs a device: run it by name
+ALL = ("compiled", "small", "lifted", "tiered", "cuda", "eager")
 
 
 def programs(mode: str, seeds):

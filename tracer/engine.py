@@ -53,20 +53,23 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
 
 
 def lookup(roots: list[Node], be: str):
-    """(entry, hit, leaves): the cached plan for this graph (made on a miss), and the graph's
-    leaves in the order of entry.slots; None when the graph cannot be cached."""
-    key, leaves, order, _ = plans.signature(roots, be)
+    """(entry, hit, leaves, params): the cached plan for this graph (made on a miss), the
+    graph's leaves in the order of entry.slots and the buffers of entry.params (the values
+    it lifted); None when the graph cannot be cached."""
+    key, values, holders, leaves, order, _ = plans.signature(roots, be)
     try:
-        entry = plans.get(key)
+        found = plans.find(key, values)
     except TypeError:  # an unhashable attribute
         return None
-    if entry is not None:
-        return entry, True, leaves
-    slot_roots, slots, slot_order = plans.with_slots(roots, leaves, order)
+    if found is not None:
+        return found[0], True, leaves, found[1]
+    lift = plans.to_lift(key, values)
+    slot_roots, slots, params, slot_order = plans.with_slots(
+        roots, leaves, order, [holders[k] for k in lift])
     program, res = _optimize_lower(slot_roots, be, order=slot_order)
-    entry = plans.Entry(program, slots, res)
-    plans.put(key, entry)
-    return entry, False, leaves
+    entry = plans.Entry(program, slots, res, params, lift, len(values))
+    plans.put(key, values, entry)
+    return entry, False, leaves, entry.param_buffers(values)
 
 
 def plan(roots: list[Node], be: str):
@@ -77,8 +80,9 @@ def plan(roots: list[Node], be: str):
     if found is None:
         program, res = _optimize_lower(roots, be)
         return program, res, None, res.split
-    entry, hit, leaves = found
+    entry, hit, leaves, params = found
     bind = dict(zip(entry.slot_ids, [leaf.attrs[0][1] for leaf in leaves]))
+    bind.update(zip(entry.param_ids, params))
     return entry.program, (None if hit else entry.res), bind, entry.res.split
 
 
@@ -109,13 +113,16 @@ def execute(roots: list[Node], small: bool = False) -> list:
         return interpret(roots)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
         t0 = time.perf_counter()
-        key, _, _, bufs = plans.signature(roots, backend())
+        key, values, _, _, _, bufs = plans.signature(roots, backend())
         try:
-            entry = plans.get(key)
+            found = plans.find(key, values)
         except TypeError:  # an unhashable attribute: no plan to find (plan() plans anew)
-            entry = None
-        if entry is not None:
+            found = None
+        if found is not None:
+            entry, params = found
             bind = dict(zip(entry.slot_ids, bufs))
+            if params:
+                bind.update(zip(entry.param_ids, params))
             STATS.optimize_s += time.perf_counter() - t0
             STATS.plan_cache_hits += 1
             return run(entry.program, bind, roots, entry.res.split)

@@ -107,15 +107,18 @@ class jit:
             program, graph_leaves = None, [n for n in toposort(roots) if n.op == "input"]
             slots = [make("input", (), g.shape, g.dtype, (("buf", Slot(True)),))
                      for g in graph_leaves]
+            lifted = []
         else:
             found = engine.lookup(roots, engine.backend())
             if found is None:  # an attribute that cannot key a plan
                 return _RETRACE, out
-            plan, _, graph_leaves = found
-            program, slots = plan.program, plan.slots
+            plan, _, graph_leaves, params = found
+            program, slots, lifted = plan.program, plan.slots, list(zip(plan.params, params))
         arg_of = {id(leaf): k for k, leaf in enumerate(leaves) if leaf is not None}
-        # a slot reads an argument, or a buffer f captured (frozen, as jax.jit freezes it)
+        # a slot reads an argument, or a buffer f captured (frozen, as jax.jit freezes it); a
+        # value the plan lifted is this trace's, frozen too
         feeds = [(s, arg_of.get(id(g)), g.attr("buf")) for s, g in zip(slots, graph_leaves)]
+        feeds += [(p, None, b) for p, b in lifted]
         graph = debug.rebind(roots, graph_leaves, slots)
         entry = _Replay(program, feeds, [(o.shape, o.dtype) for o in outs], single, graph, slots)
         return entry, self._run(entry, bufs)

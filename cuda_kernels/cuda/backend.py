@@ -310,8 +310,9 @@ class CudaBackend(Backend):
         """Views and library ops on the device when their dtypes have kernels; everything else
         (interpreter ops) round-trips through the host. See the module docstring."""
         out = None
-        if n.op in ("reshape", "slice", "transpose", "broadcast_to", "concatenate", "setslice",
-                    "matmul") and _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
+        if n.op in ("reshape", "slice", "dynamic_slice", "transpose", "broadcast_to",
+                    "concatenate", "setslice", "matmul") and \
+                _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
             dev = [self._dev(a) for a in args]
             out = self._setslice(n, dev, inplace) if n.op == "setslice" else \
                 getattr(self, "_" + n.op)(n, dev)
@@ -353,6 +354,13 @@ class CudaBackend(Backend):
         sl = n.attr("slices")
         return self._view_copy(n.shape, n.dtype, x, sum(s[0] * st for s, st in zip(sl, xs)),
                                [s[2] * st for s, st in zip(sl, xs)])
+
+    def _dynamic_slice(self, n: Node, args):
+        x = self.contiguous(args[0])
+        xs = cstrides(x.shape)
+        starts = self.to_host(args[1])  # ndim integers: the one wait
+        return self._view_copy(n.shape, n.dtype, x, sum(int(s) * st for s, st in zip(starts, xs)),
+                               [s * st for s, st in zip(n.attr("steps"), xs)])
 
     def _transpose(self, n: Node, args):
         x = self.contiguous(args[0])

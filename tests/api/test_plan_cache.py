@@ -69,7 +69,7 @@ def test_cached_plans_hold_slots_not_user_buffers():
     h = numpy.ones(1000, numpy.float32)
     numpy.testing.assert_array_equal(numpy.asarray(np.asarray(h) * 5.5 - 1), h * 5.5 - 1)
     assert plans._PLANS
-    for entry in plans._PLANS.values():
+    for entry in plans.entries():
         leaves = [n for n in entry.program.order if n.op == "input"]
         assert all(isinstance(n.attr("buf"), Slot) and n.attr("buf").value is None
                    for n in leaves)

@@ -1,7 +1,8 @@
 """The CI slice of the differential fuzzer (tests/fuzz.py): fixed seeds, every mode.
 
-Programs run in this process in the compiled and small-graph modes and in a subprocess on the
-cuda backend under Numba's simulator (NUMBA_ENABLE_CUDASIM must be set before numba loads).
+Programs run in this process in the compiled, small-graph, lifted and eager modes and in a
+subprocess on the cuda backend under Numba's simulator (NUMBA_ENABLE_CUDASIM must be set before
+numba loads).
 `python -m tests.fuzz --programs N --mode all --show` runs any number and prints failures."""
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import pytest
 import fuzz
 
 # seeds that expose bugs not fixed yet: {mode: {seed: cause}}; put each back once fixed
-KNOWN: dict[str, dict[int, str]] = {"compiled": {}, "small": {}, "cuda": {}, "eager": {}}
-SLICE = {"compiled": range(0, 300), "small": range(0, 600), "cuda": range(0, 10),
-         "eager": range(0, 600)}
+KNOWN: dict[str, dict[int, str]] = {"compiled": {}, "small": {}, "lifted": {}, "cuda": {},
+                                    "eager": {}}
+SLICE = {"compiled": range(0, 300), "small": range(0, 600), "lifted": range(300, 450),
+         "cuda": range(0, 10), "eager": range(0, 600)}
 
 
 def _report(mode, failures):
@@ -26,7 +28,7 @@ def _report(mode, failures):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["compiled", "small", "eager"])
+@pytest.mark.parametrize("mode", ["compiled", "small", "lifted", "eager"])
 def test_random_programs_match_numpy(mode):
     seeds = [s for s in SLICE[mode] if s not in KNOWN[mode]]
     counts, failures = fuzz.run_mode(mode, seeds)

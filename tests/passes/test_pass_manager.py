@@ -89,7 +89,7 @@ def test_kinds_and_properties_replace_name_lists():
     from tracer.ir.registry import CHEAP_OPS, LIBRARY_OPS, OPS
     assert OPS["fusion"].kind is Kind.FUSION and OPS["param"].kind is Kind.PARAM
     assert OPS["sort"].kind is Kind.LIBRARY and "sort" in LIBRARY_OPS and "matmul" in LIBRARY_OPS
-    assert set(VIEW_OPS) == {"slice", "reshape", "transpose", "broadcast_to"}
+    assert set(VIEW_OPS) == {"slice", "dynamic_slice", "reshape", "transpose", "broadcast_to"}
     assert "add" in CHEAP_OPS and "exp" not in CHEAP_OPS and "chunk" in CHEAP_OPS
     for name in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any",
                  "reduce_all"):
