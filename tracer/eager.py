@@ -100,8 +100,9 @@ def wrap(r):
         var.node, var.version = host_leaf(r), 0  # buffer is new, its layout NumPy's
         out = _new(ndarray)
         out._var, out._memo, out._hmemo = var, None, None
-        if len(shape) > 1 and r.flags.f_contiguous and not r.flags.c_contiguous:
-            strides = f_strides(shape)
+        if not r.flags.c_contiguous:  # NumPy's layout: order K keeps an operand's axis order
+            strides = f_strides(shape) if r.flags.f_contiguous else \
+                tuple(s // r.itemsize for s in r.strides)
         else:
             strides = _C_STRIDES.get(shape)
             if strides is None:

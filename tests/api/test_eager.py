@@ -123,3 +123,20 @@ def test_quick_views_are_basic_views():
             assert (q._view.steps, q._view.shape, q._view.strides) == \
                 (slow._view.steps, slow._view.shape, slow._view.strides), key
     assert quick_view(a, (2,)) is None  # out of range: basic_view raises NumPy's IndexError
+
+
+@pytest.mark.parametrize("fn", [lambda m, x: x.transpose(1, 0, 2).copy(order="K"),
+                                lambda m, x: m.sin(x.transpose(1, 0, 2)),
+                                lambda m, x: m.exp(x[:, ::2].transpose(2, 0, 1)),
+                                lambda m, x: x.T * 2])
+def test_results_keep_numpys_layout(fn):
+    """NumPy's order-K results follow an operand's axis order, neither C nor F: the eager
+    result reports NumPy's flags and ravels in NumPy's memory order."""
+    h = numpy.arange(24.0).reshape(2, 3, 4)
+
+    def layout(m, x):
+        a = fn(m, x)
+        return (a.flags.c_contiguous, a.flags.f_contiguous, a.flags["FNC"], m.isfortran(a),
+                numpy.asarray(a.ravel(order="K")).tolist(),
+                numpy.asarray(a.reshape(-1, order="A")).tolist(), numpy.asarray(a).tolist())
+    assert layout(np, np.array(h)) == layout(numpy, h)
