@@ -164,6 +164,7 @@ CASES = {
 }
 
 
+@pytest.mark.lazy
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_raises_like_numpy_while_tracing(name):
     fn, make, same_message = CASES[name]
@@ -181,6 +182,7 @@ def test_shape_mismatch_traceback_ends_at_the_users_line():
     assert "operands could not be broadcast together with shapes (3,4) (5,)" in str(info.value)
 
 
+@pytest.mark.lazy
 def test_errors_inside_a_longer_lazy_program():
     x = tnp.ones((3, 4)) * 2
     y = x.sum(axis=0)                 # (4,)
@@ -220,6 +222,7 @@ def test_axis_error_is_numpys_and_catchable_as_index_error():
             call()
 
 
+@pytest.mark.lazy
 def test_data_dependent_errors_raise_at_evaluation():
     """NumPy raises for an integer power with a negative exponent in the data: tracer can only
     know at evaluation, and must still raise (never return garbage)."""
