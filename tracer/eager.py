@@ -28,8 +28,8 @@ NO = object()
 _OFF = [0]  # > 0 while tracer.jit traces a function: every op must be recorded
 
 
-def enabled() -> bool:
-    return CONFIG.eager_size > 0 and not _OFF[0] and not CONFIG.eager
+def enabled() -> bool:  # check_nans: every op recorded, so that evaluation finds the NaN's op
+    return CONFIG.eager_size > 0 and not _OFF[0] and not CONFIG.eager and not CONFIG.check_nans
 
 
 class recording_all:
@@ -126,7 +126,7 @@ _C_STRIDES: dict[tuple, tuple] = {}  # shape -> C-order element strides (shapes 
 def binary(uf, x, y):
     """uf(x, y) by NumPy when both operands are realized and small (ufunc(), for the
     operators' two operands without keywords); NO otherwise."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
         return NO
     hx = operand(x)
     if hx is NO:

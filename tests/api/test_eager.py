@@ -140,3 +140,10 @@ def test_results_keep_numpys_layout(fn):
                 numpy.asarray(a.ravel(order="K")).tolist(),
                 numpy.asarray(a.reshape(-1, order="A")).tolist(), numpy.asarray(a).tolist())
     assert layout(np, np.array(h)) == layout(numpy, h)
+
+
+def test_check_nans_still_finds_the_op_that_made_a_nan():
+    with context(check_nans=True):
+        with pytest.raises(FloatingPointError, match="nan.*sqrt"):
+            a = np.arange(5.0) - 2
+            float((np.sqrt(a) * 2).sum())
