@@ -13,6 +13,7 @@ Each entry point returns `NO` where it does not apply; the caller then records a
 """
 from __future__ import annotations
 
+import inspect
 import weakref
 
 import numpy as np
@@ -160,9 +161,13 @@ def ufunc(uf, args, kwargs=None):
 def call(fn, args, kwargs):
     """fn(*args, **kwargs), a NumPy function that writes into none of its arguments, by
     NumPy: where a lazy array is among the arguments and every array is realized and small
-    (a list or tuple argument is looked into one level). NO otherwise, and where NumPy's
-    result is a view of an argument (a lazy view records it)."""
+    (a list or tuple argument is looked into one level). NO otherwise, where an `out` is given
+    (by keyword or by position), and where NumPy's result is a view of an argument (a lazy
+    view records it)."""
     if not enabled() or kwargs.get("out") is not None:
+        return NO
+    at = _out_at(fn)
+    if len(args) > at and args[at] is not None:  # out given by position
         return NO
     seen: list[np.ndarray] = []
     hs = [_argument(x, seen) for x in args]
@@ -175,6 +180,26 @@ def call(fn, args, kwargs):
                 any(np.may_share_memory(x, h) for h in seen):
             return NO
     return wrap(r)
+
+
+def _out_at(fn) -> int:
+    """The position of fn's `out` parameter (a NumPy function or ndarray method)."""
+    at = _OUT_AT.get(fn)
+    if at is None:
+        if isinstance(fn, np.ufunc):
+            at = fn.nin
+        else:
+            try:
+                params = list(inspect.signature(fn).parameters.values())
+                at = next((i for i, p in enumerate(params) if p.name == "out" and p.kind in
+                           (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), 1 << 30)
+            except (TypeError, ValueError):  # no signature: only the first argument by position
+                at = 1
+        _OUT_AT[fn] = at
+    return at
+
+
+_OUT_AT: dict = {}
 
 
 def _argument(x, seen: list):

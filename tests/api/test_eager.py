@@ -147,3 +147,17 @@ def test_check_nans_still_finds_the_op_that_made_a_nan():
         with pytest.raises(FloatingPointError, match="nan.*sqrt"):
             a = np.arange(5.0) - 2
             float((np.sqrt(a) * 2).sum())
+
+
+def test_an_out_array_given_by_position_is_written_as_numpy_writes_it():
+    outs = {}
+    for m in (np, numpy):
+        a, e = m.array(numpy.arange(5.0)), m.eye(5) * 2
+        out = m.zeros(5)
+        outs[m] = out
+        pending = m.concatenate([m.ones(20_000), out])  # reads out before the writes below
+        for r in (m.clip(a, 1, 3, out), m.max(e, 0, out), a.clip(0, 2, out),
+                  m.matmul(e, out, out), m.sum(e, 0, None, out)):
+            assert r is out  # NumPy hands back `out` itself
+        numpy.testing.assert_array_equal(numpy.asarray(pending)[-5:], numpy.zeros(5))
+    numpy.testing.assert_array_equal(numpy.asarray(outs[np]), outs[numpy])
