@@ -1,6 +1,11 @@
 """Test setup: cpu backend, verifier after every pass, a kernel cache shared by the whole run;
 tests marked `nvrtc` skip when the CUDA compiler libraries are missing; the run fails if it wrote
-files into the source tree."""
+files into the source tree.
+
+Adaptive laziness is off (TRACER_EAGER_SIZE=0: every op recorded, so small test arrays still
+exercise the graph, passes and kernels). TRACER_TEST_EAGER=1 leaves it at its default, as users
+run: the suite then checks that semantics do not change; tests marked `lazy` (their subject is the
+recorded graph: kernel and node counts, explain output, plans, budgets) still run with it off."""
 from __future__ import annotations
 
 import os
@@ -10,15 +15,17 @@ from pathlib import Path
 os.environ.setdefault("TRACER_BACKEND", "cpu")
 os.environ.setdefault("TRACER_SMALL_GRAPH", "0")  # small test arrays still get kernels (and
                                                   # so do the test programs run as subprocesses)
-os.environ.setdefault("TRACER_EAGER_SIZE", "0")  # every op recorded: tests exercise the
-                                                 # graph, passes and kernels on small arrays
+TEST_EAGER = os.environ.get("TRACER_TEST_EAGER", "") == "1"
+if not TEST_EAGER:
+    os.environ.setdefault("TRACER_EAGER_SIZE", "0")  # every op recorded: tests exercise the
+                                                     # graph, passes and kernels on small arrays
 os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tracer-test-cache"))
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from cuda_libs import missing_cuda_compiler  # noqa: E402
-from tracer.ir.config import CONFIG  # noqa: E402
+from tracer.ir.config import CONFIG, context  # noqa: E402
 
 CONFIG.verify = True
 CONFIG.compile_mode = "sync"  # tiered and worker compiles have tests of their own
@@ -38,6 +45,25 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if CUDA_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.cuda)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A `lazy` test records every op, its fixtures' and subprocesses' ops included, under
+    TRACER_TEST_EAGER=1 too."""
+    if item.get_closest_marker("lazy") is None:
+        yield
+        return
+    env = os.environ.get("TRACER_EAGER_SIZE")
+    os.environ["TRACER_EAGER_SIZE"] = "0"
+    try:
+        with context(eager_size=0):
+            yield
+    finally:
+        if env is None:
+            del os.environ["TRACER_EAGER_SIZE"]
+        else:
+            os.environ["TRACER_EAGER_SIZE"] = env
 
 
 @pytest.hookimpl(hookwrapper=True)

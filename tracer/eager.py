@@ -28,8 +28,8 @@ NO = object()
 _OFF = [0]  # > 0 while tracer.jit traces a function: every op must be recorded
 
 
-def enabled() -> bool:
-    return CONFIG.eager_size > 0 and not _OFF[0] and not CONFIG.eager
+def enabled() -> bool:  # check_nans: every op recorded, so that evaluation finds the NaN's op
+    return CONFIG.eager_size > 0 and not _OFF[0] and not CONFIG.eager and not CONFIG.check_nans
 
 
 class recording_all:
@@ -100,8 +100,9 @@ def wrap(r):
         var.node, var.version = host_leaf(r), 0  # buffer is new, its layout NumPy's
         out = _new(ndarray)
         out._var, out._memo, out._hmemo = var, None, None
-        if len(shape) > 1 and r.flags.f_contiguous and not r.flags.c_contiguous:
-            strides = f_strides(shape)
+        if not r.flags.c_contiguous:  # NumPy's layout: order K keeps an operand's axis order
+            strides = f_strides(shape) if r.flags.f_contiguous else \
+                tuple(s // r.itemsize for s in r.strides)
         else:
             strides = _C_STRIDES.get(shape)
             if strides is None:
@@ -125,7 +126,7 @@ _C_STRIDES: dict[tuple, tuple] = {}  # shape -> C-order element strides (shapes 
 def binary(uf, x, y):
     """uf(x, y) by NumPy when both operands are realized and small (ufunc(), for the
     operators' two operands without keywords); NO otherwise."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
         return NO
     hx = operand(x)
     if hx is NO:
@@ -159,9 +160,13 @@ def ufunc(uf, args, kwargs=None):
 def call(fn, args, kwargs):
     """fn(*args, **kwargs), a NumPy function that writes into none of its arguments, by
     NumPy: where a lazy array is among the arguments and every array is realized and small
-    (a list or tuple argument is looked into one level). NO otherwise, and where NumPy's
-    result is a view of an argument (a lazy view records it)."""
+    (a list or tuple argument is looked into one level). NO otherwise, where an `out` is given
+    (by keyword or by position), and where NumPy's result is a view of an argument (a lazy
+    view records it)."""
     if not enabled() or kwargs.get("out") is not None:
+        return NO
+    at = _out_at(fn)
+    if len(args) > at and args[at] is not None:  # out given by position
         return NO
     seen: list[np.ndarray] = []
     hs = [_argument(x, seen) for x in args]
@@ -174,6 +179,27 @@ def call(fn, args, kwargs):
                 any(np.may_share_memory(x, h) for h in seen):
             return NO
     return wrap(r)
+
+
+def _out_at(fn) -> int:
+    """The position of fn's `out` parameter (a NumPy function or ndarray method)."""
+    at = _OUT_AT.get(fn)
+    if at is None:
+        if isinstance(fn, np.ufunc):
+            at = fn.nin
+        else:
+            import inspect  # at the first positional-out call: inspect costs ~10 ms at import
+            try:
+                params = list(inspect.signature(fn).parameters.values())
+                at = next((i for i, p in enumerate(params) if p.name == "out" and p.kind in
+                           (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), 1 << 30)
+            except (TypeError, ValueError):  # no signature: only the first argument by position
+                at = 1
+        _OUT_AT[fn] = at
+    return at
+
+
+_OUT_AT: dict = {}
 
 
 def _argument(x, seen: list):

@@ -14,6 +14,8 @@ from tracer.opt import splitter
 from tracer.budget import active, parse_size
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # budgets split the recorded graph
+
 MiB = 2**20
 
 

@@ -12,6 +12,8 @@ import tracer
 import tracer.numpy as tnp
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # errors, NaN checks and logs of recorded graphs
+
 HERE = __file__
 
 

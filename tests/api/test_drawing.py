@@ -8,6 +8,8 @@ import pytest
 import tracer
 import tracer.numpy as tnp
 
+pytestmark = pytest.mark.lazy  # drawings of recorded graphs and their kernels
+
 
 def _plan():
     a = tnp.arange(12.0).reshape(3, 4)

@@ -123,3 +123,41 @@ def test_quick_views_are_basic_views():
             assert (q._view.steps, q._view.shape, q._view.strides) == \
                 (slow._view.steps, slow._view.shape, slow._view.strides), key
     assert quick_view(a, (2,)) is None  # out of range: basic_view raises NumPy's IndexError
+
+
+@pytest.mark.parametrize("fn", [lambda m, x: x.transpose(1, 0, 2).copy(order="K"),
+                                lambda m, x: m.sin(x.transpose(1, 0, 2)),
+                                lambda m, x: m.exp(x[:, ::2].transpose(2, 0, 1)),
+                                lambda m, x: x.T * 2])
+def test_results_keep_numpys_layout(fn):
+    """NumPy's order-K results follow an operand's axis order, neither C nor F: the eager
+    result reports NumPy's flags and ravels in NumPy's memory order."""
+    h = numpy.arange(24.0).reshape(2, 3, 4)
+
+    def layout(m, x):
+        a = fn(m, x)
+        return (a.flags.c_contiguous, a.flags.f_contiguous, a.flags["FNC"], m.isfortran(a),
+                numpy.asarray(a.ravel(order="K")).tolist(),
+                numpy.asarray(a.reshape(-1, order="A")).tolist(), numpy.asarray(a).tolist())
+    assert layout(np, np.array(h)) == layout(numpy, h)
+
+
+def test_check_nans_still_finds_the_op_that_made_a_nan():
+    with context(check_nans=True):
+        with pytest.raises(FloatingPointError, match="nan.*sqrt"):
+            a = np.arange(5.0) - 2
+            float((np.sqrt(a) * 2).sum())
+
+
+def test_an_out_array_given_by_position_is_written_as_numpy_writes_it():
+    outs = {}
+    for m in (np, numpy):
+        a, e = m.array(numpy.arange(5.0)), m.eye(5) * 2
+        out = m.zeros(5)
+        outs[m] = out
+        pending = m.concatenate([m.ones(20_000), out])  # reads out before the writes below
+        for r in (m.clip(a, 1, 3, out), m.max(e, 0, out), a.clip(0, 2, out),
+                  m.matmul(e, out, out), m.sum(e, 0, None, out)):
+            assert r is out  # NumPy hands back `out` itself
+        numpy.testing.assert_array_equal(numpy.asarray(pending)[-5:], numpy.zeros(5))
+    numpy.testing.assert_array_equal(numpy.asarray(outs[np]), outs[numpy])

@@ -18,6 +18,8 @@ from tracer.cuda_kernels import compiler
 from tracer.opt import liveness
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # plans, liveness and explain output of recorded graphs
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("tracer", "ir", "opt", "cuda_kernels")
 

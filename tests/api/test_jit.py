@@ -127,6 +127,7 @@ def test_new_sizes_compile_nothing(rng):
     assert (tracer.stats().kernels_compiled, tracer.stats().recompiles) == before
 
 
+@pytest.mark.lazy
 def test_debug_level_one_logs_new_kernels_and_each_phase(capsys):
     from tracer.ir.config import context
     h = numpy.arange(7.0)

@@ -9,6 +9,8 @@ import tracer
 import tracer.numpy as np
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the plan cache of recorded graphs
+
 
 def _hits() -> int:
     return tracer.stats().plan_cache_hits

@@ -163,6 +163,7 @@ def _failing(n=10):
     return x, x[np.arange(n) + n]  # a gather whose index is out of bounds, computed lazily
 
 
+@pytest.mark.lazy
 def test_failed_array_raises_again_and_spares_unrelated_arrays(mode):
     x, bad = _failing()
     with pytest.raises(IndexError, match="index 10 is out of bounds") as first:
@@ -174,6 +175,7 @@ def test_failed_array_raises_again_and_spares_unrelated_arrays(mode):
         numpy.asarray(bad)
 
 
+@pytest.mark.lazy
 def test_failed_array_never_read_does_not_break_later_reads(mode):
     x, bad = _failing()
     z = x * 3 + 1
@@ -183,6 +185,7 @@ def test_failed_array_never_read_does_not_break_later_reads(mode):
         float(bad[0])
 
 
+@pytest.mark.lazy
 def test_flush_keeps_a_failed_array_pending(mode):
     with context(flush_nodes=40):
         _, bad = _failing()
@@ -194,6 +197,7 @@ def test_flush_keeps_a_failed_array_pending(mode):
             numpy.asarray(bad)
 
 
+@pytest.mark.lazy
 def test_evaluate_raises_for_the_failed_array_and_computes_the_others(mode):
     _, bad = _failing()
     good = np.arange(4.0) + 1

@@ -99,6 +99,7 @@ def test_put_matches_numpy_through_views():
     check(lazy, ints)
 
 
+@pytest.mark.lazy
 def test_put_errors_match_numpy():
     for fn in (lambda m: m.asarray(A.copy()).put([12], 1),
                lambda m: m.asarray(A.copy()).put([-13], 1),
@@ -174,6 +175,7 @@ def test_choose_matches_numpy(name):
     check(host, want)
 
 
+@pytest.mark.lazy
 def test_choose_out_and_errors():
     for m in (numpy, np):
         out = m.zeros((3, 4), m.float32)

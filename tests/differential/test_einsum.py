@@ -40,7 +40,8 @@ def data(shape, dtype):
 
 def check(got, want, rtol=1e-12):
     g = numpy.asarray(got)
-    assert isinstance(got, np.ndarray)
+    assert isinstance(got, np.ndarray) or \
+        isinstance(want, numpy.generic) and type(got) is type(want)  # adaptive laziness
     assert g.dtype == numpy.asarray(want).dtype and g.shape == numpy.shape(want)
     numpy.testing.assert_allclose(g, want, rtol=rtol, atol=rtol)
 
@@ -109,6 +110,7 @@ def test_out():
     numpy.testing.assert_allclose(numpy.asarray(lazy), [[0, 0, 0], x.sum(1)])
 
 
+@pytest.mark.lazy
 def test_float16_runs_numpy():
     x = data((3, 4), numpy.float16)
     with pytest.warns(tracer.TracerFallbackWarning):
@@ -136,6 +138,7 @@ def _ops(x) -> list[str]:
     return [n.op for n in toposort(tracer.explain(x).graph_after.roots)]
 
 
+@pytest.mark.lazy
 def test_contractions_are_matmuls():
     A, B, C = (np.asarray(data(s, numpy.float64)) for s in [(2, 30), (30, 40), (40, 3)])
     chain = np.einsum("ij,jk,kl->il", A, B, C)

@@ -78,6 +78,7 @@ def test_lazy_index_arrays_and_masks():
     _same(x[:, x.argmax(axis=1)[0, 0]], A[:, A.argmax(axis=1)[0, 0]])
 
 
+@pytest.mark.lazy
 def test_gather_is_one_node_and_its_neighbours_fuse():
     x = np.asarray(A)
     y = (x * 2 + 1)[[1, 0]].sum(axis=-1) - 3
@@ -106,6 +107,7 @@ def test_constant_out_of_bounds_raises_at_the_users_line():
         x[[0, 1], [0, 1, 2]]
 
 
+@pytest.mark.lazy
 def test_computed_out_of_bounds_raises_when_evaluated():
     x = np.asarray(A)
     y = x[np.asarray(numpy.array([0, 1])) * 5]

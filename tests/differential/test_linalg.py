@@ -89,6 +89,7 @@ def _ops(x) -> list[str]:
     return [n.op for n in toposort(tracer.explain(x).graph_after.roots)]
 
 
+@pytest.mark.lazy
 def test_multi_dot():
     mats = [RNG.standard_normal(s) for s in [(4, 2), (2, 5), (5, 3), (3, 6)]]
     v, w = RNG.standard_normal(4), RNG.standard_normal(6)

@@ -182,6 +182,7 @@ def test_nep50_promotion(name):
     check(PROMOTION[name](tnp), PROMOTION[name](numpy), rtol=1e-6)
 
 
+@pytest.mark.lazy
 def test_metadata_does_not_evaluate_and_conversions_do():
     t = tnp.asarray(H) * 2
     before = tracer.stats().evaluations
@@ -198,6 +199,7 @@ def test_metadata_does_not_evaluate_and_conversions_do():
     assert [r.shape for r in t] == [(4, 5)] * 3
 
 
+@pytest.mark.lazy
 def test_evaluate_computes_several_as_one_graph():
     a = tnp.asarray(H)
     x, y = a * 2, a.sum(axis=0)
@@ -208,6 +210,7 @@ def test_evaluate_computes_several_as_one_graph():
     check(y, H.sum(axis=0))
 
 
+@pytest.mark.lazy
 def test_numpy_functions_dispatch_lazily():
     t = tnp.asarray(H)
     for r in (numpy.sum(t, axis=1), numpy.exp(t), numpy.add(t, 1), numpy.mean(t),

@@ -197,6 +197,7 @@ def test_a_realized_index_out_of_bounds_raises_at_the_call(fn):
     raises_at_call(fn)
 
 
+@pytest.mark.lazy
 def test_a_computed_out_of_bounds_index_raises_at_read_naming_the_at_line():
     c = np.zeros(3)
     i = np.arange(3) + 1
@@ -206,6 +207,7 @@ def test_a_computed_out_of_bounds_index_raises_at_read_naming_the_at_line():
     assert any(f"{__file__}:{line_of('at-line')}" in n for n in got.value.__notes__)
 
 
+@pytest.mark.lazy
 def test_a_computed_negative_exponent_raises_at_read_naming_the_power_line():
     x = np.arange(3)
     y = x ** (x - 1)  # power-line

@@ -177,6 +177,7 @@ def test_many_updates_into_few_bins(dtype, cols, rng):
         numpy.asarray(t)
 
 
+@pytest.mark.lazy
 def test_one_index_scatters_and_gathers_become_slice_writes_and_slices():
     from tracer.ir import toposort
     h = numpy.arange(20.0).reshape(4, 5)

@@ -11,6 +11,8 @@ from tracer import graph as G
 from tracer.ir.node import toposort, users
 from tracer.opt.combine import Contraction, acyclic_groups, contracted_order
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 
 def _random_graph(rng: random.Random, n: int):
     """n elementwise nodes over two leaves, each reading one or two earlier nodes."""

@@ -12,6 +12,8 @@ from tracer.ir.verifier import verify
 from tracer.opt.fusion import fusion
 from tracer.opt.horizontal import SMALL, horizontal_fusion
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 
 def _three(xp, a, b):
     """Three independent results of three shapes: an optimizer-step-like update."""

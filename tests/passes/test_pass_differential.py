@@ -22,6 +22,8 @@ import tracer.numpy as tnp
 from tracer.ir.config import context
 from tracer.opt.pipeline import UNDER_BUDGET
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 # stages that rewrite nothing (the splitter, without a budget) have the budget tests instead
 PASSES = list(dict.fromkeys(name for name, _fn, _why in opt.PIPELINE
                             if name not in UNDER_BUDGET))

@@ -17,6 +17,8 @@ import tracer.numpy as tnp
 from tracer.ir import toposort
 from tracer.ir.config import Config, context
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # bench/ is not installed; plain `pytest` does not add the root
     sys.path.insert(0, str(ROOT))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 import numpy
+import pytest
 
 from tracer import graph as G
 from tracer.ir import node as ir_node
@@ -13,6 +14,8 @@ from tracer.ir.config import context
 from tracer.ir.registry import VIEW_OPS, Kind
 from tracer import opt
 from tracer.opt.pipeline import FIXPOINT_ROUNDS, NEEDS, PIPELINE, SIMPLIFICATION
+
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
 
 
 def _leaf(shape=(8,)):

@@ -11,6 +11,8 @@ from tracer.opt.fusion import fusion
 from tracer.opt.simplify import constant_folding, cse, dce, simplify
 from tracer import graph as G
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 
 def leaf(shape=(4,), dtype=np.float64, seed=0):
     return G.leaf(np.random.default_rng(seed).random(shape).astype(dtype))

@@ -20,6 +20,8 @@ from tracer.opt import simplify_shape as M
 from tracer.opt.simplify import ALGEBRAIC, constant_folding, fold_constant, simplify
 from tracer import graph as G
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 F, F32, I8, I16, I64, U8, B = (numpy.dtype(t) for t in (
     numpy.float64, numpy.float32, numpy.int8, numpy.int16, numpy.int64, numpy.uint8, numpy.bool_))
 INF, NAN = float("inf"), float("nan")

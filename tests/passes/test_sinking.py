@@ -15,6 +15,8 @@ from tracer.ir.interp import eval_node
 from tracer.opt.sinking import sink_movement, sink_reshape, sink_transpose, transpose_into_reduce
 from tracer import graph as G
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 F = numpy.dtype(numpy.float64)
 
 

@@ -13,6 +13,8 @@ from tracer.ir.interp import run_graph
 from tracer.opt import tree_reduction as tr
 from tracer import graph as G
 
+pytestmark = pytest.mark.lazy  # passes rewrite the recorded graph
+
 
 def test_column_reduction_splits_into_two_stages_through_one_chunk():
     x = G.leaf(numpy.ones((70001, 3), numpy.float32))

@@ -10,11 +10,14 @@ from __future__ import annotations
 import sys
 
 import numpy
+import pytest
 
 import tracer.numpy as np
 from tracer.ir import node as N
 from tracer.ir.config import context
 from tracer.opt import liveness
+
+pytestmark = pytest.mark.lazy  # kernel and node counts of recorded graphs
 
 
 def _sorts(fn) -> int:

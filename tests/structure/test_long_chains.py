@@ -18,6 +18,8 @@ from tracer.ir import toposort
 from tracer.ir.config import SMALL_GRAPH, context
 from tracer.opt.fusion import MAX_GROUP
 
+pytestmark = pytest.mark.lazy  # kernel and node counts of recorded graphs
+
 STEPS = 50_000  # two nodes a step
 
 

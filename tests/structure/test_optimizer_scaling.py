@@ -22,6 +22,8 @@ from tracer.ir.config import context
 from tracer.ir.node import Node
 from tracer.opt.pipeline import optimize
 
+pytestmark = pytest.mark.lazy  # kernel and node counts of recorded graphs
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # bench/ is not installed; plain `pytest` does not add the root
     sys.path.insert(0, str(ROOT))

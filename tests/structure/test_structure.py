@@ -7,6 +7,8 @@ import pytest
 import tracer
 import tracer.numpy as np
 
+pytestmark = pytest.mark.lazy  # kernel and node counts of recorded graphs
+
 
 def _arrays(*shapes, dtype=numpy.float32):
     rng = numpy.random.default_rng(1)

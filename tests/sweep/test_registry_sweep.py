@@ -31,6 +31,8 @@ from tracer.cuda_kernels.cpu.helpers import HELPERS as CPU_HELPERS
 from tracer.cuda_kernels.cuda.codegen import HELPER_SOURCES as CUDA_HELPERS
 from tracer.cuda_kernels.helpers import HELPERS
 
+pytestmark = pytest.mark.lazy  # a kernel sweep: every op runs through its kernels
+
 KERNEL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                  "uint64", "float32", "float64")
 INTERP_DTYPES = ("float16", "complex64", "complex128")  # no kernels: the interpreter runs them

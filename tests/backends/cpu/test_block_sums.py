@@ -11,6 +11,8 @@ import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels.cpu import codegen as cpu
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 
 def _src(*outs) -> str:
     return "".join(k.source for k in tracer.explain(*outs).kernels)

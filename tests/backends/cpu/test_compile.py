@@ -18,6 +18,8 @@ from tracer.cuda_kernels import backends, compiler
 from tracer.cuda_kernels.compiler import batch_source
 from tracer.cuda_kernels.tiled import TILE
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 ROOT = Path(__file__).resolve().parents[3]
 
 

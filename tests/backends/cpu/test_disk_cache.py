@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy
 import pytest
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = """
 import numpy, tracer, tracer.numpy as np

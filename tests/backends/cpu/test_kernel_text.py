@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 
 import numpy
+import pytest
 
 import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels.compiler import _kernel_name, _request_key
 from tracer.cuda_kernels import backends
+
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
 
 
 def _kernel(*arrays):

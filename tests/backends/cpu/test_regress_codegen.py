@@ -12,6 +12,8 @@ import tracer
 import tracer.numpy as np
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 MODES = {"small_graph": dict(small_graph=4096, compile_mode="sync"),
          "compiled": dict(small_graph=0, compile_mode="sync"),
          "tiered": dict(small_graph=0, compile_mode="tiered")}

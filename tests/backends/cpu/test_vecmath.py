@@ -12,6 +12,8 @@ import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels.cpu.helpers import HELPERS
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 F32 = ["exp", "log", "log2", "log10", "sin", "cos", "tanh"]
 F64 = ["exp", "log"]
 

@@ -13,6 +13,8 @@ import tracer.numpy as np
 from tracer.ir import toposort
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 REAL = os.environ.get("TRACER_TEST_REAL_CUDA") == "1"
 
 

@@ -9,6 +9,8 @@ import tracer.cuda_kernels.cuda.backend as cuda_mod
 import tracer.numpy as np
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 A = numpy.arange(2 * 3 * 4, dtype=numpy.float32).reshape(2, 3, 4)
 
 

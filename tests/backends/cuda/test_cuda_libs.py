@@ -8,6 +8,8 @@ from numba.cuda.cudadrv.error import NvrtcError, NvrtcSupportError, NvvmSupportE
 
 from cuda_libs import missing_cuda_compiler
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 
 def _raised_while_handling(inner: BaseException) -> BaseException:
     """An error raised while handling `inner`, as Numba wraps errors from its pipeline."""

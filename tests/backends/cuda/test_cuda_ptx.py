@@ -13,6 +13,8 @@ from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
 from tracer.ir import toposort
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 
 def _ok(name: str, ptx: str) -> None:
     assert ".entry" in ptx or ".visible" in ptx, name

@@ -17,6 +17,8 @@ from tracer.ir import Buffer
 from tracer.ir.config import context
 from tracer.ir.stats import STATS
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 
 @pytest.fixture(autouse=True)
 def sim():

@@ -4,12 +4,15 @@ still views are never reused."""
 from __future__ import annotations
 
 import numpy
+import pytest
 
 import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda.memory import DevicePool
 from tracer.ir.config import context
+
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
 
 
 def _prog(m, x):

@@ -8,6 +8,8 @@ import pytest
 import tracer.numpy as np
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+
 
 @pytest.fixture(autouse=True)
 def sim():
