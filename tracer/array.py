@@ -349,14 +349,20 @@ def fresh(node: Node) -> ndarray:
     out = _new(ndarray)
     out._var = var
     view = _C_VIEWS.get(node.shape)
-    if view is None:
-        if len(_C_VIEWS) > 1024:
-            _C_VIEWS.clear()
-        view = _C_VIEWS[node.shape] = View((), node.shape, c_strides(node.shape))
-    out._view = view
+    out._view = c_view(node.shape) if view is None else view
     out._memo = out._hmemo = None
     var.owner = _ref(out)
     return out
+
+
+def c_view(shape: tuple[int, ...]) -> View:
+    """The view of a new C-order array of this shape (shared: views never change in place)."""
+    view = _C_VIEWS.get(shape)
+    if view is None:
+        if len(_C_VIEWS) > 1024:
+            _C_VIEWS.clear()
+        view = _C_VIEWS[shape] = View((), shape, c_strides(shape))
+    return view
 
 
 _ref = weakref.ref

@@ -17,12 +17,13 @@ import weakref
 
 import numpy as np
 
-from tracer.ir.node import Buffer, host_leaf, make
+from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
-from .array import ndarray
-from .view import View, c_strides, f_strides
-from .store import LOCK, Var, any_pending, apply_view_numpy, evaluate_vars, flush, own
+from .array import c_view, ndarray
+from .view import KeyView, View, f_strides
+from .store import (_PENDING, LOCK, NODE_SLOT, HostVar, Var, any_pending, apply_view_numpy,
+                    evaluate_vars, flush, host_var, own)
 
 NO = object()
 _OFF = [0]  # > 0 while tracer.jit traces a function: every op must be recorded
@@ -45,18 +46,22 @@ class recording_all:
 def host(a: ndarray) -> np.ndarray | None:
     """a's values as NumPy's view of its realized host buffer (read only by callers), or None
     while a is pending or its buffer is on a device."""
-    node = a._var.node
-    if node.op != "input":
-        return None
-    h = node.attrs[0][1].host
-    if h is None:
-        return None
+    var = a._var
+    if type(var) is HostVar:  # (store.host_array, inline)
+        h = _held(var)
+    else:
+        node = var.node
+        if node.op != "input":
+            return None
+        h = node.attrs[0][1].host
+        if h is None:
+            return None
+    memo = a._hmemo  # (before the steps: a KeyView works its steps out only when asked)
+    if memo is not None and memo[0] is h:
+        return memo[1]
     steps = a._view.steps
     if not steps:
         return h
-    memo = a._hmemo
-    if memo is not None and memo[0] is h:
-        return memo[1]
     v = apply_view_numpy(h, steps)
     a._hmemo = (h, v)
     return v
@@ -82,11 +87,14 @@ def operand(x):
     if type(x) is ndarray:
         h = host(x)
         return NO if h is None or h.size > CONFIG.eager_size else h
-    if isinstance(x, (int, float, complex, np.generic)):
+    if isinstance(x, _NUMBERS):
         return x
     if type(x) is np.ndarray and x.dtype.kind in "biufc" and x.size <= CONFIG.eager_size:
         return x
     return NO
+
+
+_NUMBERS = (int, float, complex, np.generic)
 
 
 def wrap(r):
@@ -95,21 +103,15 @@ def wrap(r):
     if type(r) is np.ndarray:
         if r.dtype.kind not in "biufc":  # strings, objects, records: NumPy's, as tracer's are
             return r
-        shape = r.shape
-        var = _new(Var)  # Var(leaf) and ndarray(var), without their general checks: the
-        var.node, var.version = host_leaf(r), 0  # buffer is new, its layout NumPy's
-        out = _new(ndarray)
+        var = host_var(r)  # ndarray(var), without its general checks: the buffer is new,
+        out = _new(ndarray)  # its layout NumPy's
         out._var, out._memo, out._hmemo = var, None, None
-        if len(shape) > 1 and r.flags.f_contiguous and not r.flags.c_contiguous:
-            strides = f_strides(shape)
+        shape = r.shape
+        if len(shape) > 1 and r.flags.fnc:  # Fortran order, not C
+            out._view = View((), shape, f_strides(shape))
         else:
-            strides = _C_STRIDES.get(shape)
-            if strides is None:
-                strides = _C_STRIDES[shape] = c_strides(shape)
-                if len(_C_STRIDES) > 4096:
-                    _C_STRIDES.clear()
-        out._view = View((), shape, strides)
-        var.owner = weakref.ref(out)
+            out._view = c_view(shape)
+        var.owner = _ref(out)
         if not shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
             out._arr0 = True
         return out
@@ -119,7 +121,8 @@ def wrap(r):
 
 
 _new = object.__new__
-_C_STRIDES: dict[tuple, tuple] = {}  # shape -> C-order element strides (shapes repeat in loops)
+_ref = weakref.ref
+_held = NODE_SLOT.__get__
 
 
 def binary(uf, x, y):
@@ -127,32 +130,49 @@ def binary(uf, x, y):
     operators' two operands without keywords); NO otherwise."""
     if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
         return NO
-    hx = operand(x)
-    if hx is NO:
-        return NO
-    hy = operand(y)
-    if hy is NO:
-        return NO
+    if type(x) is ndarray:  # operand(), its usual case inline
+        hx = host(x)
+        if hx is None or hx.size > CONFIG.eager_size:
+            return NO
+    else:
+        hx = operand(x)
+        if hx is NO:
+            return NO
+    if type(y) is ndarray:
+        hy = host(y)
+        if hy is None or hy.size > CONFIG.eager_size:
+            return NO
+    else:
+        hy = operand(y)
+        if hy is NO:
+            return NO
     return wrap(uf(hx, hy))
 
 
 def ufunc(uf, args, kwargs=None):
     """A ufunc call by NumPy when every operand is realized and small; NO otherwise."""
-    if not enabled() or len(args) != uf.nin or kwargs and kwargs.get("out") is not None:
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or len(args) != uf.nin:
         return NO
-    hs = []
-    for x in args:
-        h = operand(x)
-        if h is NO:
-            return NO
-        hs.append(h)
     if kwargs:
+        if kwargs.get("out") is not None:
+            return NO
         where = kwargs.get("where", True)
         if where is not True:
             where = operand(where)
             if where is NO:
                 return NO
             kwargs = dict(kwargs, where=where)
+    if len(args) == 1:
+        h = operand(args[0])
+        if h is NO:
+            return NO
+        return wrap(uf(h, **kwargs) if kwargs else uf(h))
+    hs = []
+    for x in args:
+        h = operand(x)
+        if h is NO:
+            return NO
+        hs.append(h)
     return wrap(uf(*hs, **kwargs) if kwargs else uf(*hs))
 
 
@@ -161,18 +181,40 @@ def call(fn, args, kwargs):
     NumPy: where a lazy array is among the arguments and every array is realized and small
     (a list or tuple argument is looked into one level). NO otherwise, and where NumPy's
     result is a view of an argument (a lazy view records it)."""
-    if not enabled() or kwargs.get("out") is not None:
+    if not enabled() or budget.active() is not None:
         return NO
     seen: list[np.ndarray] = []
-    hs = [_argument(x, seen) for x in args]
-    kw = {k: _argument(v, seen) for k, v in kwargs.items()}
-    if not seen or _has_no(hs) or _has_no(kw.values()) or budget.active() is not None:
-        return NO
-    r = fn(*hs, **kw)
-    for x in (r if isinstance(r, tuple) else (r,)):
-        if isinstance(x, np.ndarray) and x.base is not None and \
-                any(np.may_share_memory(x, h) for h in seen):
+    hs = []
+    for x in args:
+        if type(x) is ndarray:  # (_argument's usual case inline)
+            h = host(x)
+            if h is None or h.size > CONFIG.eager_size:
+                return NO
+            seen.append(h)
+        else:
+            h = _argument(x, seen)
+            if h is NO:
+                return NO
+        hs.append(h)
+    if kwargs:
+        if kwargs.get("out") is not None:
             return NO
+        kw = {k: _argument(v, seen) for k, v in kwargs.items()}
+        if not seen or _has_no(kw.values()):
+            return NO
+        r = fn(*hs, **kw)
+    elif seen:
+        r = fn(*hs)
+    else:
+        return NO
+    if type(r) is np.ndarray:
+        if r.base is not None and any(np.may_share_memory(r, h) for h in seen):
+            return NO
+    elif isinstance(r, tuple):
+        for x in r:
+            if isinstance(x, np.ndarray) and x.base is not None and \
+                    any(np.may_share_memory(x, h) for h in seen):
+                return NO
     return wrap(r)
 
 
@@ -239,9 +281,7 @@ def function(fn, numpy_fn):
 def read_only(a: ndarray) -> np.ndarray | None:
     """A read-only NumPy view of a's values where eager reads may take it (evaluating a
     small pending base first, as _realized), else None."""
-    if not enabled():
-        return None
-    h = _realized(a)
+    h = readable(a)
     if h is None:
         return None
     h = h.view()
@@ -249,13 +289,19 @@ def read_only(a: ndarray) -> np.ndarray | None:
     return h
 
 
+def readable(a: ndarray) -> np.ndarray | None:
+    """read_only(a) for a caller that hands out nothing of it (no view): NumPy's view
+    itself."""
+    return _realized(a) if enabled() else None
+
+
 def reader(name: str, fallback):
-    """The lazy array's method `name` (item, tolist, __float__, ...), NumPy's on the realized
-    values where read_only() gives them."""
+    """The lazy array's method `name` (item, tolist, __float__, ...: each gives Python or
+    NumPy scalars, no view), NumPy's on the realized values where readable() gives them."""
     numpy_method = getattr(np.ndarray, name)
 
     def m(self, *args):
-        h = read_only(self)
+        h = readable(self)
         return fallback(self, *args) if h is None else numpy_method(h, *args)
     m.__name__ = name
     return m
@@ -263,42 +309,65 @@ def reader(name: str, fallback):
 
 def iterate(a: ndarray, fallback):
     """`for v in a` over a realized 1-d array: NumPy's scalars (rows of a larger one are
-    lazy views, so writes through them reach a)."""
+    views, so writes through them reach a)."""
     if len(a._view.shape) == 1:
-        h = read_only(a)
+        h = readable(a)
         if h is not None:
             return iter(h)
     return fallback(a)
 
 
-def _int_key(a: ndarray, key) -> tuple | None:
-    """key as a tuple of Python/NumPy integers, one per axis of a, else None."""
-    if type(key) is int:
-        key = (key,)
-    elif type(key) is not tuple:
-        if isinstance(key, np.integer):
-            key = (key,)
-        else:
-            return None
-    if len(key) != len(a._view.shape):
-        return None
-    for k in key:
-        if type(k) is not int and not (isinstance(k, np.integer)):
-            return None
-    return key
+def _simple_key(key) -> bool:
+    """key is integers and slices only (the common basic index: NumPy's view or element)."""
+    if type(key) is tuple:
+        for k in key:
+            t = type(k)
+            if t is not int and t is not slice and not isinstance(k, np.integer):
+                return False
+        return True
+    t = type(key)
+    return t is int or t is slice or isinstance(key, np.integer)
 
 
-def get_element(a: ndarray, key):
-    """a[i, j] of a realized array: NumPy's scalar (its IndexError where out of range)."""
-    if not enabled():
+def getitem(a: ndarray, key):
+    """a[key] of a realized host array for a key of integers and slices: NumPy's scalar for
+    an element (evaluating a pending base first, as _realized), else a view of a (writes
+    through it reach a) that comes with NumPy's view for reads (a KeyView: its steps are
+    worked out when first asked). NO for any other key, a pending or device array's view."""
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or not _simple_key(key):
         return NO
-    k = _int_key(a, key)
-    if k is None:
-        return NO
-    h = _realized(a)
-    if h is None:
-        return NO
-    return h[k]
+    var = a._var
+    if type(var) is HostVar:
+        base = _held(var)
+    else:
+        node = var.node
+        if node.op != "input":
+            k = key if type(key) is tuple else (key,)
+            if len(k) != len(a._view.shape) or any(type(i) is slice for i in k):
+                return NO  # a view of a pending value: recorded
+            h = _realized(a)
+            return NO if h is None else h[key]
+        base = node.attrs[0][1].host
+        if base is None:
+            return NO
+    memo = a._hmemo  # (host(a), inline)
+    if memo is not None and memo[0] is base:
+        h = memo[1]
+    else:
+        steps = a._view.steps
+        h = base
+        if steps:
+            h = apply_view_numpy(base, steps)
+            a._hmemo = (base, h)
+    r = h[key]  # NumPy's errors, NumPy's scalar
+    if type(r) is not np.ndarray:
+        return r
+    out = _new(ndarray)
+    out._var = var
+    out._view = KeyView(a._view, key if type(key) is tuple else (key,), r.shape)
+    out._memo = None
+    out._hmemo = (base, r)
+    return out
 
 
 _BASIC = (int, np.integer, type(None), type(Ellipsis))
@@ -329,7 +398,16 @@ def _getitem(x, key):
 def set_element(a: ndarray, key, value) -> bool:
     """a[key] = value by NumPy into a's buffer (see _owned), for a key and a value NumPy may
     take now (see call); False where the write is recorded."""
-    if not enabled() or isinstance(value, (list, tuple)):
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+        return False
+    if _simple_key(key) and isinstance(value, _NUMBERS):  # the usual write, in short
+        with LOCK:
+            h = _owned(a)
+            if h is None:
+                return False
+            h[key] = value
+        return True
+    if isinstance(value, (list, tuple)):
         return False  # a sequence NumPy converts as it writes: recorded, nothing half-written
     seen: list = []
     if not _basic_key(key):  # integer or boolean arrays: NumPy checks them before writing
@@ -367,7 +445,15 @@ def _owned(a: ndarray) -> np.ndarray | None:
     """a's values as a writable NumPy view of a buffer that a's base alone holds (copied
     here on the first write), when no pending graph could read the buffer; else None. The
     caller holds LOCK."""
-    if not a._view.writeable or any(kind == "bitcast" for kind, _ in a._view.steps):
+    view = a._view
+    if not view.writeable:
+        return None
+    var = a._var
+    if not _PENDING and type(var) is Var and not view.steps:  # the usual write: into a
+        node = var.node  # buffer it owns (an owned buffer is a writeable copy)
+        if node.op == "input" and node.attrs[0][1].owner == id(var):
+            return node.attrs[0][1].host
+    if _bitcast(view.steps):
         return None  # a view through a dtype change may be a copy on the host
     if _realized(a) is None:
         return None
@@ -377,7 +463,6 @@ def _owned(a: ndarray) -> np.ndarray | None:
         flush()
         if any_pending():  # a value whose evaluation failed (it raises where it is read)
             return None
-    var = a._var
     buf = var.node.attrs[0][1]
     if buf.owner != id(var) or not buf.host.flags.writeable:  # copy on the first write
         leaf = var.node
@@ -386,3 +471,7 @@ def _owned(a: ndarray) -> np.ndarray | None:
         var.version += 1
         own(buf, var)
     return host(a)
+
+
+def _bitcast(steps: tuple) -> bool:
+    return any(kind == "bitcast" for kind, _ in steps)

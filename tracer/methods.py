@@ -56,7 +56,7 @@ def _inplace(uf, dunder):
 
 
 def _getitem(self, key):
-    r = eager.get_element(self, key)
+    r = eager.getitem(self, key)
     if r is not eager.NO:
         return r
     if self._view.shape and not _is_scalar_key(self, _norm_key(key)):

@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, make_leaf, toposort
+from tracer.ir.node import Node, host_leaf, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug, engine
@@ -55,6 +55,49 @@ class Var:
             self.version += 1
             if node.op != "input":
                 _note_pending(self)
+
+
+NODE_SLOT = Var.node  # Var's own slot, under HostVar's property
+
+
+class HostVar(Var):
+    """A Var over a new NumPy array (tracer.eager.wrap) whose leaf node is made when first
+    asked for; until then its `node` slot holds the array (see host_array). Most small results
+    are only read by NumPy and dropped: they never need a node. Asked, it becomes a Var."""
+
+    __slots__ = ()
+
+    @property
+    def node(self) -> Node:
+        with LOCK:
+            if type(self) is HostVar:
+                NODE_SLOT.__set__(self, host_leaf(NODE_SLOT.__get__(self)))
+                self.__class__ = Var
+        return NODE_SLOT.__get__(self)
+
+    @node.setter
+    def node(self, node: Node) -> None:
+        NODE_SLOT.__set__(self, node)
+        self.__class__ = Var
+
+
+def host_var(h: np.ndarray) -> HostVar:
+    """A new Var over NumPy array `h`, which nothing else holds."""
+    var = _new(HostVar)
+    NODE_SLOT.__set__(var, h)
+    var.version = 0
+    return var
+
+
+def host_array(var: Var) -> np.ndarray | None:
+    """The realized host array of a variable, or None (pending, or on a device)."""
+    if type(var) is HostVar:
+        return NODE_SLOT.__get__(var)
+    node = var.node
+    return node.attrs[0][1].host if node.op == "input" else None
+
+
+_new = object.__new__
 
 
 # ---- buffers one Var alone holds, which tracer.eager writes into in place
