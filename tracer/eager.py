@@ -20,10 +20,10 @@ import numpy as np
 from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
-from .array import c_view, ndarray
+from .array import _C_VIEWS, c_view, ndarray
 from .view import KeyView, View, f_strides
 from .store import (_PENDING, LOCK, NODE_SLOT, HostVar, Var, any_pending, apply_view_numpy,
-                    evaluate_vars, flush, host_var, own)
+                    evaluate_vars, flush, own)
 
 NO = object()
 _OFF = [0]  # > 0 while tracer.jit traces a function: every op must be recorded
@@ -45,9 +45,14 @@ class recording_all:
 
 def host(a: ndarray) -> np.ndarray | None:
     """a's values as NumPy's view of its realized host buffer (read only by callers), or None
-    while a is pending or its buffer is on a device."""
+    while a is pending or its buffer is on a device. Kept in a._hmemo with the base's version:
+    a new value of the base (a recorded write, a copy on the first eager write) bumps it, and
+    a value becomes realized only from a pending one (for which no view is kept)."""
     var = a._var
-    if type(var) is HostVar:  # (store.host_array, inline)
+    memo = a._hmemo
+    if memo is not None and memo[0] == var.version:
+        return memo[1]
+    if type(var) is HostVar:
         h = _held(var)
     else:
         node = var.node
@@ -56,15 +61,11 @@ def host(a: ndarray) -> np.ndarray | None:
         h = node.attrs[0][1].host
         if h is None:
             return None
-    memo = a._hmemo  # (before the steps: a KeyView works its steps out only when asked)
-    if memo is not None and memo[0] is h:
-        return memo[1]
     steps = a._view.steps
-    if not steps:
-        return h
-    v = apply_view_numpy(h, steps)
-    a._hmemo = (h, v)
-    return v
+    if steps:
+        h = apply_view_numpy(h, steps)
+    a._hmemo = (var.version, h)
+    return h
 
 
 def _realized(a: ndarray) -> np.ndarray | None:
@@ -103,14 +104,17 @@ def wrap(r):
     if type(r) is np.ndarray:
         if r.dtype.kind not in "biufc":  # strings, objects, records: NumPy's, as tracer's are
             return r
-        var = host_var(r)  # ndarray(var), without its general checks: the buffer is new,
-        out = _new(ndarray)  # its layout NumPy's
-        out._var, out._memo, out._hmemo = var, None, None
+        var = _new(HostVar)  # a HostVar over r and ndarray(var), without the general
+        _hold(var, r)  # checks: the buffer is new, its layout NumPy's
+        var.version = 0
+        out = _new(ndarray)
+        out._var, out._memo, out._hmemo = var, None, (0, r)
         shape = r.shape
         if len(shape) > 1 and r.flags.fnc:  # Fortran order, not C
             out._view = View((), shape, f_strides(shape))
         else:
-            out._view = c_view(shape)
+            view = _C_VIEWS.get(shape)
+            out._view = c_view(shape) if view is None else view
         var.owner = _ref(out)
         if not shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
             out._arr0 = True
@@ -122,7 +126,7 @@ def wrap(r):
 
 _new = object.__new__
 _ref = weakref.ref
-_held = NODE_SLOT.__get__
+_held, _hold = NODE_SLOT.__get__, NODE_SLOT.__set__
 
 
 def binary(uf, x, y):
@@ -130,8 +134,9 @@ def binary(uf, x, y):
     operators' two operands without keywords); NO otherwise."""
     if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
         return NO
-    if type(x) is ndarray:  # operand(), its usual case inline
-        hx = host(x)
+    if type(x) is ndarray:  # operand(), its usual case inline (host's too)
+        memo = x._hmemo
+        hx = memo[1] if memo is not None and memo[0] == x._var.version else host(x)
         if hx is None or hx.size > CONFIG.eager_size:
             return NO
     else:
@@ -139,7 +144,8 @@ def binary(uf, x, y):
         if hx is NO:
             return NO
     if type(y) is ndarray:
-        hy = host(y)
+        memo = y._hmemo
+        hy = memo[1] if memo is not None and memo[0] == y._var.version else host(y)
         if hy is None or hy.size > CONFIG.eager_size:
             return NO
     else:
@@ -147,6 +153,29 @@ def binary(uf, x, y):
         if hy is NO:
             return NO
     return wrap(uf(hx, hy))
+
+
+def operator(uf, fallback, reflected: bool = False):
+    """The lazy array's operator for binary ufunc uf (`reflected`: `other <op> self`):
+    binary()'s usual case inline (self, then other), else fallback(self, other)."""
+    def op(self, other):
+        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+            return fallback(self, other)
+        memo = self._hmemo
+        h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
+        if h is None or h.size > CONFIG.eager_size:
+            return fallback(self, other)
+        if type(other) is ndarray:
+            memo = other._hmemo
+            o = memo[1] if memo is not None and memo[0] == other._var.version else host(other)
+            if o is None or o.size > CONFIG.eager_size:
+                return fallback(self, other)
+        else:
+            o = operand(other)
+            if o is NO:
+                return fallback(self, other)
+        return wrap(uf(o, h) if reflected else uf(h, o))
+    return op
 
 
 def ufunc(uf, args, kwargs=None):
@@ -317,57 +346,46 @@ def iterate(a: ndarray, fallback):
     return fallback(a)
 
 
-def _simple_key(key) -> bool:
-    """key is integers and slices only (the common basic index: NumPy's view or element)."""
-    if type(key) is tuple:
-        for k in key:
-            t = type(k)
-            if t is not int and t is not slice and not isinstance(k, np.integer):
-                return False
-        return True
-    t = type(key)
-    return t is int or t is slice or isinstance(key, np.integer)
-
-
-def getitem(a: ndarray, key):
-    """a[key] of a realized host array for a key of integers and slices: NumPy's scalar for
-    an element (evaluating a pending base first, as _realized), else a view of a (writes
-    through it reach a) that comes with NumPy's view for reads (a KeyView: its steps are
-    worked out when first asked). NO for any other key, a pending or device array's view."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or not _simple_key(key):
-        return NO
-    var = a._var
-    if type(var) is HostVar:
-        base = _held(var)
-    else:
-        node = var.node
-        if node.op != "input":
-            k = key if type(key) is tuple else (key,)
-            if len(k) != len(a._view.shape) or any(type(i) is slice for i in k):
-                return NO  # a view of a pending value: recorded
-            h = _realized(a)
-            return NO if h is None else h[key]
-        base = node.attrs[0][1].host
-        if base is None:
-            return NO
-    memo = a._hmemo  # (host(a), inline)
-    if memo is not None and memo[0] is base:
-        h = memo[1]
-    else:
-        steps = a._view.steps
-        h = base
-        if steps:
-            h = apply_view_numpy(base, steps)
-            a._hmemo = (base, h)
-    r = h[key]  # NumPy's errors, NumPy's scalar
-    if type(r) is not np.ndarray:
-        return r
-    out = _new(ndarray)
-    out._var = var
-    out._view = KeyView(a._view, key if type(key) is tuple else (key,), r.shape)
-    out._memo = None
-    out._hmemo = (base, r)
-    return out
+def indexer(fallback):
+    """The lazy array's `__getitem__`: for a key of integers and slices on a realized host
+    array, NumPy's indexing: NumPy's scalar for an element (evaluating a pending base first,
+    as _realized), else a view of the array (writes through it reach it) that comes with
+    NumPy's view for reads (a KeyView: its steps are worked out when first asked). Any other
+    key, or a view of a pending or device array: fallback."""
+    def __getitem__(self, key):
+        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+            return fallback(self, key)
+        t = type(key)
+        if t is tuple:
+            for k in key:
+                t = type(k)
+                if t is not int and t is not slice and not isinstance(k, np.integer):
+                    return fallback(self, key)
+        elif t is not int and t is not slice and not isinstance(key, np.integer):
+            return fallback(self, key)
+        var = self._var
+        memo = self._hmemo  # (host(self), its usual case inline)
+        if memo is not None and memo[0] == var.version:
+            h = memo[1]
+        else:
+            h = host(self)
+            if h is None:
+                k = key if type(key) is tuple else (key,)
+                if len(k) != len(self._view.shape) or any(type(i) is slice for i in k):
+                    return fallback(self, key)  # a view of a pending value: recorded
+                h = _realized(self)  # an element of it: evaluated first
+                return fallback(self, key) if h is None else h[key]
+        r = h[key]  # NumPy's errors, NumPy's scalar
+        if type(r) is not np.ndarray:
+            return r
+        view = self._view
+        kv = _new(KeyView)  # (KeyView(view, key, r.shape), inline)
+        kv._src = (view, key if type(key) is tuple else (key,))
+        kv.shape, kv.writeable = r.shape, view.writeable
+        out = _new(ndarray)
+        out._var, out._view, out._memo, out._hmemo = var, kv, None, (var.version, r)
+        return out
+    return __getitem__
 
 
 _BASIC = (int, np.integer, type(None), type(Ellipsis))
@@ -395,19 +413,46 @@ def _getitem(x, key):
     return x[key]
 
 
+def writer(fallback):
+    """The lazy array's `__setitem__`: a number written at a key of integers and slices into
+    a buffer the array's base owns, nothing pending (_owned's usual case, inline), is NumPy's
+    write; any other write by set_element, or else fallback (recorded)."""
+    def __setitem__(self, key, value):
+        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
+            return fallback(self, key, value)
+        view = self._view
+        if isinstance(value, _NUMBERS) and not view.steps and view.writeable:
+            t = type(key)
+            if t is tuple:
+                for k in key:
+                    t = type(k)
+                    if t is not int and t is not slice and not isinstance(k, np.integer):
+                        break
+                else:
+                    t = int
+            if t is int or t is slice or isinstance(key, np.integer):
+                var = self._var
+                _acquire()
+                try:
+                    if not _PENDING and type(var) is Var:
+                        node = var.node
+                        if node.op == "input" and node.attrs[0][1].owner == id(var):
+                            node.attrs[0][1].host[key] = value
+                            return None
+                finally:
+                    _release()
+        if not set_element(self, key, value):
+            fallback(self, key, value)
+    return __setitem__
+
+
+_acquire, _release = LOCK.acquire, LOCK.release  # (not `with LOCK`: three times the cost)
+
+
 def set_element(a: ndarray, key, value) -> bool:
     """a[key] = value by NumPy into a's buffer (see _owned), for a key and a value NumPy may
     take now (see call); False where the write is recorded."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
-        return False
-    if _simple_key(key) and isinstance(value, _NUMBERS):  # the usual write, in short
-        with LOCK:
-            h = _owned(a)
-            if h is None:
-                return False
-            h[key] = value
-        return True
-    if isinstance(value, (list, tuple)):
+    if not enabled() or isinstance(value, (list, tuple)):
         return False  # a sequence NumPy converts as it writes: recorded, nothing half-written
     seen: list = []
     if not _basic_key(key):  # integer or boolean arrays: NumPy checks them before writing
@@ -428,16 +473,19 @@ def set_element(a: ndarray, key, value) -> bool:
 def update(uf, a: ndarray, other) -> bool:
     """a op= other by NumPy's in-place ufunc into a's buffer (see _owned), a small array;
     False where it is recorded."""
-    if not enabled():
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
         return False
     o = operand(other)
     if o is NO:
         return False
-    with LOCK:
+    _acquire()
+    try:
         h = _owned(a)
         if h is None or h.size > CONFIG.eager_size:
             return False
         uf(h, o, out=h)
+    finally:
+        _release()
     return True
 
 

@@ -62,8 +62,9 @@ NODE_SLOT = Var.node  # Var's own slot, under HostVar's property
 
 class HostVar(Var):
     """A Var over a new NumPy array (tracer.eager.wrap) whose leaf node is made when first
-    asked for; until then its `node` slot holds the array (see host_array). Most small results
-    are only read by NumPy and dropped: they never need a node. Asked, it becomes a Var."""
+    asked for; until then its `node` slot holds the array (tracer.eager.host reads it). Most
+    small results are only read by NumPy and dropped: they never need a node. Asked, it
+    becomes a Var."""
 
     __slots__ = ()
 
@@ -79,25 +80,6 @@ class HostVar(Var):
     def node(self, node: Node) -> None:
         NODE_SLOT.__set__(self, node)
         self.__class__ = Var
-
-
-def host_var(h: np.ndarray) -> HostVar:
-    """A new Var over NumPy array `h`, which nothing else holds."""
-    var = _new(HostVar)
-    NODE_SLOT.__set__(var, h)
-    var.version = 0
-    return var
-
-
-def host_array(var: Var) -> np.ndarray | None:
-    """The realized host array of a variable, or None (pending, or on a device)."""
-    if type(var) is HostVar:
-        return NODE_SLOT.__get__(var)
-    node = var.node
-    return node.attrs[0][1].host if node.op == "input" else None
-
-
-_new = object.__new__
 
 
 # ---- buffers one Var alone holds, which tracer.eager writes into in place
