@@ -42,7 +42,7 @@ class ndarray:
 
     # _arr0: set on a 0-d array (np.array(5.), np.where, a[...], views of one); any other 0-d
     # result stands for the NumPy scalar NumPy returns there, and its repr is that scalar's
-    # _hmemo: (host buffer, NumPy view of it) for eager reads (tracer.eager.host)
+    # _hmemo: (base version, NumPy view of the values) for eager reads (tracer.eager.host)
     __slots__ = ("_var", "_view", "_memo", "_hmemo", "_arr0", "__weakref__")
     __array_priority__ = 100
 
@@ -93,6 +93,9 @@ class ndarray:
 
     @property
     def dtype(self) -> np.dtype:
+        memo = self._hmemo  # NumPy's view of the values, even an old one: the dtype stays
+        if memo is not None:
+            return memo[1].dtype
         for kind, arg in reversed(self._view.steps):
             if kind == "bitcast":
                 return arg
@@ -119,7 +122,11 @@ class ndarray:
         shape, st = self._view.shape, self._view.strides  # transpose(), without its checks
         if len(shape) < 2:
             return self._alias()
-        return self._derive("transpose", tuple(range(len(shape)))[::-1], shape[::-1], st[::-1])
+        out = self._derive("transpose", tuple(range(len(shape)))[::-1], shape[::-1], st[::-1])
+        memo = self._hmemo  # NumPy's view of the values, for eager reads (tracer.eager.host)
+        if memo is not None and memo[0] == self._var.version:
+            out._hmemo = (memo[0], memo[1].T)
+        return out
 
     @property
     def mT(self) -> "ndarray":

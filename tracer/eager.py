@@ -210,13 +210,14 @@ def call(fn, args, kwargs):
     NumPy: where a lazy array is among the arguments and every array is realized and small
     (a list or tuple argument is looked into one level). NO otherwise, and where NumPy's
     result is a view of an argument (a lazy view records it)."""
-    if not enabled() or budget.active() is not None:
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or budget.active() is not None:
         return NO
     seen: list[np.ndarray] = []
     hs = []
     for x in args:
-        if type(x) is ndarray:  # (_argument's usual case inline)
-            h = host(x)
+        if type(x) is ndarray:  # (_argument's usual case inline, host's too)
+            memo = x._hmemo
+            h = memo[1] if memo is not None and memo[0] == x._var.version else host(x)
             if h is None or h.size > CONFIG.eager_size:
                 return NO
             seen.append(h)
