@@ -21,7 +21,7 @@ from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
 from .array import _C_VIEWS, c_view, ndarray
-from .view import KeyView, View, f_strides
+from .view import KeyView, View, c_strides, f_strides
 from .store import (_PENDING, LOCK, NODE_SLOT, HostVar, Var, any_pending, apply_view_numpy,
                     evaluate_vars, flush, own)
 
@@ -63,9 +63,17 @@ def host(a: ndarray) -> np.ndarray | None:
             return None
     steps = a._view.steps
     if steps:
-        h = apply_view_numpy(h, steps)
-    a._hmemo = (var.version, h)
+        base, h = h, apply_view_numpy(h, steps)
+        if _may_copy(steps) and not np.may_share_memory(h, base):
+            return h  # NumPy's copy (a reshape of another layout): not kept, as in-place
+    a._hmemo = (var.version, h)  # writes into the base would not reach it
     return h
+
+
+def _may_copy(steps: tuple) -> bool:
+    """Whether NumPy may replay these steps as a copy: a reshape where the buffer's layout
+    is not the one the view assumed, a bitcast of a non-contiguous buffer."""
+    return any(kind == "reshape" or kind == "bitcast" for kind, _ in steps)
 
 
 def _realized(a: ndarray) -> np.ndarray | None:
@@ -110,8 +118,8 @@ def wrap(r):
         out = _new(ndarray)
         out._var, out._memo, out._hmemo = var, None, (0, r)
         shape = r.shape
-        if len(shape) > 1 and r.flags.fnc:  # Fortran order, not C
-            out._view = View((), shape, f_strides(shape))
+        if len(shape) > 1 and not r.flags.c_contiguous:  # Fortran order, or order="K"'s
+            out._view = View((), shape, _layout(r))
         else:
             view = _C_VIEWS.get(shape)
             out._view = c_view(shape) if view is None else view
@@ -122,6 +130,16 @@ def wrap(r):
     if isinstance(r, tuple):
         return tuple(wrap(x) for x in r)
     return r
+
+
+def _layout(r: np.ndarray) -> tuple[int, ...]:
+    """The element strides of a new NumPy array laid out in other than C order."""
+    if r.flags.f_contiguous:
+        return f_strides(r.shape)
+    st = r.strides
+    if all(s > 0 and s % r.itemsize == 0 for s in st):
+        return tuple(s // r.itemsize for s in st)
+    return c_strides(r.shape)  # (zero or negative strides: the flags C order's)
 
 
 _new = object.__new__
@@ -376,6 +394,7 @@ def indexer(fallback):
                     return fallback(self, key)  # a view of a pending value: recorded
                 h = _realized(self)  # an element of it: evaluated first
                 return fallback(self, key) if h is None else h[key]
+            memo = self._hmemo
         r = h[key]  # NumPy's errors, NumPy's scalar
         if type(r) is not np.ndarray:
             return r
@@ -384,7 +403,9 @@ def indexer(fallback):
         kv._src = (view, key if type(key) is tuple else (key,))
         kv.shape, kv.writeable = r.shape, view.writeable
         out = _new(ndarray)
-        out._var, out._view, out._memo, out._hmemo = var, kv, None, (var.version, r)
+        out._var, out._view, out._memo = var, kv, None
+        # NumPy's view for reads, unless h is a copy host() did not keep
+        out._hmemo = (var.version, r) if memo is not None and memo[1] is h else None
         return out
     return __getitem__
 
@@ -519,7 +540,10 @@ def _owned(a: ndarray) -> np.ndarray | None:
         var.node = make("input", (), leaf.shape, leaf.dtype, (("buf", buf),))
         var.version += 1
         own(buf, var)
-    return host(a)
+    h = host(a)
+    if a._view.steps and (a._hmemo is None or a._hmemo[1] is not h):
+        return None  # NumPy's copy (see host): the write is recorded
+    return h
 
 
 def _bitcast(steps: tuple) -> bool:

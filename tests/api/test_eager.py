@@ -175,3 +175,25 @@ def test_results_make_no_graph_node_until_one_is_needed():
         z = y + 1  # recorded: y's value becomes a leaf node
     assert type(y._var) is Var and y._var.node.op == "input"
     assert numpy.asarray(z).tolist() == [3.0, 5.0, 7.0, 9.0]
+
+
+def test_a_buffer_laid_out_otherwise_than_its_view_assumed_is_never_written_as_a_copy():
+    def run(m):  # w is a copy of v; its buffer is v's layout, where NumPy's reshape copies
+        a = m.array(numpy.arange(24.0).reshape(4, 6))
+        v = a[1:, ::-1].T[1:5:2]
+        v[:, 0] = 55
+        w = v.reshape(-1)
+        rows = w.reshape(2, 3)
+        w[:] = -1
+        w[4] = 7
+        return [numpy.asarray(x).tolist() for x in (a, v, w, rows, rows[1])]
+    assert run(np) == run(numpy)
+
+
+def test_results_keep_numpys_memory_order():
+    for make in (lambda m: m.ones((2, 3, 4)).transpose(1, 0, 2).copy(order="K"),
+                 lambda m: m.ones((3, 4), order="F") + 1):
+        a, ref = make(np), make(numpy)
+        assert (a.flags.c_contiguous, a.flags.f_contiguous) == \
+            (ref.flags.c_contiguous, ref.flags.f_contiguous)
+        assert numpy.asarray(a.ravel(order="K")).tolist() == ref.ravel(order="K").tolist()
