@@ -3,13 +3,18 @@
 An op whose inputs are realized host values of at most `CONFIG.eager_size` elements each runs
 through NumPy when it is called and returns NumPy's result: a realized array (its buffer owned
 by the new array), or the NumPy scalar NumPy returns. No node is recorded, nothing is left to
-evaluate; the values are NumPy's own bits. Ops on pending or large values stay lazy.
+evaluate; the values are NumPy's own bits (held by a store.HostVar: no leaf node until one
+is asked for). Ops on pending or large values stay lazy.
 
 Element access goes straight to the realized buffer: `a[i, j]` returns NumPy's scalar;
 `a[i, j] = v` writes into a buffer the array owns (copied once on the first write) when no
-pending graph could read it.
+pending graph could read it. A basic view of a realized array (`a[i, :j]`) is a lazy view,
+so writes reach its base, that carries NumPy's view of the buffer for reads (`_hmemo`, kept
+while the base's version stays); its steps are worked out only when asked (view.KeyView).
 
-Each entry point returns `NO` where it does not apply; the caller then records as usual.
+Each entry point returns `NO` where it does not apply (or hands the call to its fallback);
+the caller then records as usual. The operators and indexing hooks are built here, their
+usual case inline: a Python call costs as much as the checks.
 """
 from __future__ import annotations
 
@@ -306,7 +311,8 @@ def method(name: str, fallback):
 
     def m(self, *args, **kwargs):
         if not args and not kwargs and enabled():  # a.sum(): the common call, in short
-            h = host(self)
+            memo = self._hmemo  # (host(self), its usual case inline)
+            h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
             if h is not None and h.size <= CONFIG.eager_size:
                 r = numpy_method(h)
                 if type(r) is not np.ndarray or r.base is None:  # not a view of h
@@ -340,7 +346,10 @@ def read_only(a: ndarray) -> np.ndarray | None:
 def readable(a: ndarray) -> np.ndarray | None:
     """read_only(a) for a caller that hands out nothing of it (no view): NumPy's view
     itself."""
-    return _realized(a) if enabled() else None
+    if not enabled():
+        return None
+    memo = a._hmemo  # (host(a), its usual case inline)
+    return memo[1] if memo is not None and memo[0] == a._var.version else _realized(a)
 
 
 def reader(name: str, fallback):
