@@ -178,27 +178,33 @@ def binary(uf, x, y):
     return wrap(uf(hx, hy))
 
 
-def operator(uf, fallback, reflected: bool = False):
+def operator(uf, record, fallback, reflected: bool = False):
     """The lazy array's operator for binary ufunc uf (`reflected`: `other <op> self`):
-    binary()'s usual case inline (self, then other), else fallback(self, other)."""
+    binary()'s usual case inline (self, then other), else record(uf, operands) for an operand
+    that is a lazy array or a Python number (no frame between the user's and the recording's:
+    it looks for the user's), fallback(self, other) for any other."""
     def op(self, other):
-        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager:
-            return fallback(self, other)
-        memo = self._hmemo
-        h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
-        if h is None or h.size > CONFIG.eager_size:
-            return fallback(self, other)
-        if type(other) is ndarray:
-            memo = other._hmemo
-            o = memo[1] if memo is not None and memo[0] == other._var.version else host(other)
-            if o is None or o.size > CONFIG.eager_size:
-                return fallback(self, other)
-        else:
-            o = operand(other)
-            if o is NO:
-                return fallback(self, other)
-        return wrap(uf(o, h) if reflected else uf(h, o))
+        if not (_OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager):
+            memo = self._hmemo
+            h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
+            if h is not None and h.size <= CONFIG.eager_size:
+                if type(other) is ndarray:
+                    memo = other._hmemo
+                    o = memo[1] if memo is not None and memo[0] == other._var.version \
+                        else host(other)
+                    if o is not None and o.size <= CONFIG.eager_size:
+                        return wrap(uf(o, h) if reflected else uf(h, o))
+                else:
+                    o = operand(other)
+                    if o is not NO:
+                        return wrap(uf(o, h) if reflected else uf(h, o))
+        if isinstance(other, _OPERANDS):
+            return record(uf, (other, self) if reflected else (self, other))
+        return fallback(self, other)
     return op
+
+
+_OPERANDS = (ndarray, int, float, complex)
 
 
 def ufunc(uf, args, kwargs=None):

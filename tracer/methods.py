@@ -24,12 +24,11 @@ from .write import assign_full
 
 
 def _binary(uf, dunder, reflected=False):
-    def op(self, other):  # where eager.operator does not take it
-        args = (other, self) if reflected else (self, other)
-        if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
+    def op(self, other):  # an operand neither a lazy array nor a number (eager.operator)
+        if foreign_operand(other):
             return numpy_operator(self, dunder, other)  # strings, objects, Decimal, ...
-        return apply_ufunc(uf, args)
-    return eager.operator(uf, op, reflected)
+        return apply_ufunc(uf, (other, self) if reflected else (self, other))
+    return eager.operator(uf, apply_ufunc, op, reflected)
 
 
 def _unary(uf):
