@@ -12,6 +12,12 @@ Adaptive laziness off and compiled kernels (what the test suite does), cpu backe
 - record: `x = x * 1.0001 + y`, 1000 ops on 10-element float32 arrays, nothing evaluated;
   per op, beside NumPy's per-op time for the same loop.
 Times are the lower quartile of the repeats (steady state, less scheduler noise).
+
+    python -m bench.bench_overhead --eager [--repeat 2000] [--profile eager]
+
+The eager section (issue 19, items 1 and 3): adaptive laziness on (the default eager size),
+the per-op cost of ops and element access on small realized arrays (float64, 10 elements and
+20x20), beside NumPy's for the same statement. Each row times a loop of 20 statements.
 """
 from __future__ import annotations
 
@@ -80,11 +86,106 @@ def record_loop(np, x0, y0):
     return f
 
 
+EAGER_INNER = 20  # statements per timed call: the timer's own cost is shared by them
+
+
+def eager_cases(np):
+    """(label, f) per row: f runs its statement EAGER_INNER times on arrays made with np."""
+    rng = numpy.random.default_rng(2)
+    a, b = np.array(rng.random(10)), np.array(rng.random(10))
+    m = np.array(rng.random((20, 20)))
+    x, y = np.array(rng.random(10)), np.array(rng.random(10) * 1e-9)
+    r = range(EAGER_INNER)
+
+    def add():
+        for _ in r:
+            a + b
+
+    def mul_scalar():
+        for _ in r:
+            a * 2.0
+
+    def sqrt():
+        for _ in r:
+            np.sqrt(a)
+
+    def dot_rows():
+        for _ in r:
+            np.dot(m[7, :5], m[5, :5])
+
+    def get_element():
+        for _ in r:
+            m[7, 5]
+
+    def set_element():
+        for _ in r:
+            m[7, 5] = 0.5
+
+    def get_row():
+        for _ in r:
+            m[7]
+
+    def get_row_slice():
+        for _ in r:
+            m[7, :5]
+
+    def isub():
+        for _ in r:
+            x.__isub__(y)
+
+    def sum_():
+        for _ in r:
+            a.sum()
+
+    def iterate():
+        for _ in r:
+            for _v in a:
+                pass
+
+    def tolist():
+        for _ in r:
+            a.tolist()
+    return [("a + b", add), ("a * 2.0", mul_scalar), ("np.sqrt(a)", sqrt),
+            ("np.dot(m[i, :j], m[j, :j])", dot_rows), ("m[i, j]", get_element),
+            ("m[i, j] = v", set_element), ("m[i]", get_row), ("m[i, :j]", get_row_slice),
+            ("x -= y", isub), ("a.sum()", sum_), ("for v in a (10)", iterate),
+            ("a.tolist()", tolist)]
+
+
+def eager_section(repeat: int, profile: bool) -> None:
+    ours, theirs = eager_cases(tnp), eager_cases(numpy)
+    if profile:
+        import cProfile
+        import pstats
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(max(1, repeat // 10)):
+            for _, f in ours:
+                f()
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(40)
+        return
+    print(f"numpy {numpy.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} cpus; "
+          f"eager size {tracer.CONFIG.eager_size}; lower quartile of {repeat}, per statement")
+    print(f"{'statement':<28} {'tracer us':>9} {'NumPy us':>9} {'ratio':>6}")
+    for (label, f), (_, g) in zip(ours, theirs):
+        t, tn = 0.0, 0.0
+        for _ in range(2):  # interleaved halves: both sides see the same load
+            t += quartile(f, repeat // 2) / 2
+            tn += quartile(g, repeat // 2) / 2
+        t, tn = t / EAGER_INNER, tn / EAGER_INNER
+        print(f"{label:<28} {t * 1e6:9.2f} {tn * 1e6:9.2f} {t / tn:6.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=2000)
-    ap.add_argument("--profile", choices=("hit", "record"))
+    ap.add_argument("--profile", choices=("hit", "record", "eager"))
+    ap.add_argument("--eager", action="store_true", help="the eager section only")
     args = ap.parse_args()
+    if args.eager or args.profile == "eager":
+        eager_section(args.repeat, args.profile == "eager")
+        return
     with context(eager_size=0, small_graph=0, backend="cpu"):
         hits = hit_loops(tnp)
         rng = numpy.random.default_rng(1)

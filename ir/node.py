@@ -207,8 +207,20 @@ def make_leaf(shape: tuple[int, ...], dtype: np.dtype, buf: Buffer) -> Node:
 
 def host_leaf(value: np.ndarray) -> Node:
     """make_leaf holding a new Buffer of NumPy array `value` (adaptive laziness wraps every
-    small result in one)."""
-    return make_leaf(value.shape, value.dtype, Buffer(value))
+    small result in one: both inline)."""
+    buf = _new(Buffer)
+    buf.value = buf.host = value
+    buf.owner = None
+    node = _new(_NodeFields)
+    node.op = "input"
+    node.inputs = ()
+    node.shape = value.shape
+    node.dtype = value.dtype
+    node.attrs = (("buf", buf),)
+    node.uid = next(_ids)
+    node.site = SITE[0]
+    node.__class__ = Node
+    return node
 
 
 def toposort(roots, follow: Callable[[Node], bool] | None = None) -> list[Node]:

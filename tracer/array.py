@@ -41,7 +41,7 @@ class ndarray:
 
     # _arr0: set on a 0-d array (np.array(5.), np.where, a[...], views of one); any other 0-d
     # result stands for the NumPy scalar NumPy returns there, and its repr is that scalar's
-    # _hmemo: (host buffer, NumPy view of it) for eager reads (tracer.eager.host)
+    # _hmemo: (base version, NumPy view of the values) for eager reads (tracer.eager.host)
     __slots__ = ("_var", "_view", "_memo", "_hmemo", "_arr0", "__weakref__")
     __array_priority__ = 100
 
@@ -92,6 +92,9 @@ class ndarray:
 
     @property
     def dtype(self) -> np.dtype:
+        memo = self._hmemo  # NumPy's view of the values, even an old one: the dtype stays
+        if memo is not None:
+            return memo[1].dtype
         for kind, arg in reversed(self._view.steps):
             if kind == "bitcast":
                 return arg
@@ -118,7 +121,11 @@ class ndarray:
         shape, st = self._view.shape, self._view.strides  # transpose(), without its checks
         if len(shape) < 2:
             return self._alias()
-        return self._derive("transpose", tuple(range(len(shape)))[::-1], shape[::-1], st[::-1])
+        out = self._derive("transpose", tuple(range(len(shape)))[::-1], shape[::-1], st[::-1])
+        memo = self._hmemo  # NumPy's view of the values, for eager reads (tracer.eager.host)
+        if memo is not None and memo[0] == self._var.version:
+            out._hmemo = (memo[0], memo[1].T)
+        return out
 
     @property
     def mT(self) -> "ndarray":
@@ -349,14 +356,20 @@ def fresh(node: Node) -> ndarray:
     out = _new(ndarray)
     out._var = var
     view = _C_VIEWS.get(node.shape)
-    if view is None:
-        if len(_C_VIEWS) > 1024:
-            _C_VIEWS.clear()
-        view = _C_VIEWS[node.shape] = View((), node.shape, c_strides(node.shape))
-    out._view = view
+    out._view = c_view(node.shape) if view is None else view
     out._memo = out._hmemo = None
     var.owner = _ref(out)
     return out
+
+
+def c_view(shape: tuple[int, ...]) -> View:
+    """The view of a new C-order array of this shape (shared: views never change in place)."""
+    view = _C_VIEWS.get(shape)
+    if view is None:
+        if len(_C_VIEWS) > 1024:
+            _C_VIEWS.clear()
+        view = _C_VIEWS[shape] = View((), shape, c_strides(shape))
+    return view
 
 
 _ref = weakref.ref

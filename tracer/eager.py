@@ -3,13 +3,18 @@
 An op whose inputs are realized host values of at most `CONFIG.eager_size` elements each runs
 through NumPy when it is called and returns NumPy's result: a realized array (its buffer owned
 by the new array), or the NumPy scalar NumPy returns. No node is recorded, nothing is left to
-evaluate; the values are NumPy's own bits. Ops on pending or large values stay lazy.
+evaluate; the values are NumPy's own bits (held by a store.HostVar: no leaf node until one
+is asked for). Ops on pending or large values stay lazy.
 
 Element access goes straight to the realized buffer: `a[i, j]` returns NumPy's scalar;
 `a[i, j] = v` writes into a buffer the array owns (copied once on the first write) when no
-pending graph could read it.
+pending graph could read it. A basic view of a realized array (`a[i, :j]`) is a lazy view,
+so writes reach its base, that carries NumPy's view of the buffer for reads (`_hmemo`, kept
+while the base's version stays); its steps are worked out only when asked (view.KeyView).
 
-Each entry point returns `NO` where it does not apply; the caller then records as usual.
+Each entry point returns `NO` where it does not apply (or hands the call to its fallback);
+the caller then records as usual. The operators and indexing hooks are built here, their
+usual case inline: a Python call costs as much as the checks.
 """
 from __future__ import annotations
 
@@ -17,12 +22,13 @@ import weakref
 
 import numpy as np
 
-from tracer.ir.node import Buffer, host_leaf, make
+from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
-from .array import ndarray
-from .view import View, c_strides, f_strides
-from .store import LOCK, Var, any_pending, apply_view_numpy, evaluate_vars, flush, own
+from .array import _C_VIEWS, c_view, ndarray
+from .view import KeyView, View, c_strides, f_strides
+from .store import (_PENDING, LOCK, NODE_SLOT, HostVar, Var, any_pending, apply_view_numpy,
+                    evaluate_vars, flush, own)
 
 NO = object()
 _OFF = [0]  # > 0 while tracer.jit traces a function: every op must be recorded
@@ -44,22 +50,35 @@ class recording_all:
 
 def host(a: ndarray) -> np.ndarray | None:
     """a's values as NumPy's view of its realized host buffer (read only by callers), or None
-    while a is pending or its buffer is on a device."""
-    node = a._var.node
-    if node.op != "input":
-        return None
-    h = node.attrs[0][1].host
-    if h is None:
-        return None
-    steps = a._view.steps
-    if not steps:
-        return h
+    while a is pending or its buffer is on a device. Kept in a._hmemo with the base's version:
+    a new value of the base (a recorded write, a copy on the first eager write) bumps it, and
+    a value becomes realized only from a pending one (for which no view is kept)."""
+    var = a._var
     memo = a._hmemo
-    if memo is not None and memo[0] is h:
+    if memo is not None and memo[0] == var.version:
         return memo[1]
-    v = apply_view_numpy(h, steps)
-    a._hmemo = (h, v)
-    return v
+    if type(var) is HostVar:
+        h = _held(var)
+    else:
+        node = var.node
+        if node.op != "input":
+            return None
+        h = node.attrs[0][1].host
+        if h is None:
+            return None
+    steps = a._view.steps
+    if steps:
+        base, h = h, apply_view_numpy(h, steps)
+        if _may_copy(steps) and not np.may_share_memory(h, base):
+            return h  # NumPy's copy (a reshape of another layout): not kept, as in-place
+    a._hmemo = (var.version, h)  # writes into the base would not reach it
+    return h
+
+
+def _may_copy(steps: tuple) -> bool:
+    """Whether NumPy may replay these steps as a copy: a reshape where the buffer's layout
+    is not the one the view assumed, a bitcast of a non-contiguous buffer."""
+    return any(kind == "reshape" or kind == "bitcast" for kind, _ in steps)
 
 
 def _realized(a: ndarray) -> np.ndarray | None:
@@ -82,11 +101,14 @@ def operand(x):
     if type(x) is ndarray:
         h = host(x)
         return NO if h is None or h.size > CONFIG.eager_size else h
-    if isinstance(x, (int, float, complex, np.generic)):
+    if isinstance(x, _NUMBERS):
         return x
     if type(x) is np.ndarray and x.dtype.kind in "biufc" and x.size <= CONFIG.eager_size:
         return x
     return NO
+
+
+_NUMBERS = (int, float, complex, np.generic)
 
 
 def wrap(r):
@@ -95,22 +117,18 @@ def wrap(r):
     if type(r) is np.ndarray:
         if r.dtype.kind not in "biufc":  # strings, objects, records: NumPy's, as tracer's are
             return r
-        shape = r.shape
-        var = _new(Var)  # Var(leaf) and ndarray(var), without their general checks: the
-        var.node, var.version = host_leaf(r), 0  # buffer is new, its layout NumPy's
+        var = _new(HostVar)  # a HostVar over r and ndarray(var), without the general
+        _hold(var, r)  # checks: the buffer is new, its layout NumPy's
+        var.version = 0
         out = _new(ndarray)
-        out._var, out._memo, out._hmemo = var, None, None
-        if not r.flags.c_contiguous:  # NumPy's layout: order K keeps an operand's axis order
-            strides = f_strides(shape) if r.flags.f_contiguous else \
-                tuple(s // r.itemsize for s in r.strides)
+        out._var, out._memo, out._hmemo = var, None, (0, r)
+        shape = r.shape
+        if not r.flags.c_contiguous:  # Fortran order, order="K"'s, a strided 1-d result
+            out._view = View((), shape, _layout(r))
         else:
-            strides = _C_STRIDES.get(shape)
-            if strides is None:
-                strides = _C_STRIDES[shape] = c_strides(shape)
-                if len(_C_STRIDES) > 4096:
-                    _C_STRIDES.clear()
-        out._view = View((), shape, strides)
-        var.owner = weakref.ref(out)
+            view = _C_VIEWS.get(shape)
+            out._view = c_view(shape) if view is None else view
+        var.owner = _ref(out)
         if not shape:  # NumPy gave a 0-d array, not a scalar: an array it stays
             out._arr0 = True
         return out
@@ -119,8 +137,19 @@ def wrap(r):
     return r
 
 
+def _layout(r: np.ndarray) -> tuple[int, ...]:
+    """The element strides of a new NumPy array laid out in other than C order."""
+    if r.flags.f_contiguous:
+        return f_strides(r.shape)
+    st = r.strides
+    if all(s > 0 and s % r.itemsize == 0 for s in st):
+        return tuple(s // r.itemsize for s in st)
+    return c_strides(r.shape)  # (zero or negative strides: the flags C order's)
+
+
 _new = object.__new__
-_C_STRIDES: dict[tuple, tuple] = {}  # shape -> C-order element strides (shapes repeat in loops)
+_ref = weakref.ref
+_held, _hold = NODE_SLOT.__get__, NODE_SLOT.__set__
 
 
 def binary(uf, x, y):
@@ -128,32 +157,81 @@ def binary(uf, x, y):
     operators' two operands without keywords); NO otherwise."""
     if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
         return NO
-    hx = operand(x)
-    if hx is NO:
-        return NO
-    hy = operand(y)
-    if hy is NO:
-        return NO
+    if type(x) is ndarray:  # operand(), its usual case inline (host's too)
+        memo = x._hmemo
+        hx = memo[1] if memo is not None and memo[0] == x._var.version else host(x)
+        if hx is None or hx.size > CONFIG.eager_size:
+            return NO
+    else:
+        hx = operand(x)
+        if hx is NO:
+            return NO
+    if type(y) is ndarray:
+        memo = y._hmemo
+        hy = memo[1] if memo is not None and memo[0] == y._var.version else host(y)
+        if hy is None or hy.size > CONFIG.eager_size:
+            return NO
+    else:
+        hy = operand(y)
+        if hy is NO:
+            return NO
     return wrap(uf(hx, hy))
+
+
+def operator(uf, record, fallback, reflected: bool = False):
+    """The lazy array's operator for binary ufunc uf (`reflected`: `other <op> self`):
+    binary()'s usual case inline (self, then other), else record(uf, operands) for an operand
+    that is a lazy array or a Python number (no frame between the user's and the recording's:
+    it looks for the user's), fallback(self, other) for any other."""
+    def op(self, other):
+        if not (_OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans):
+            memo = self._hmemo
+            h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
+            if h is not None and h.size <= CONFIG.eager_size:
+                if type(other) is ndarray:
+                    memo = other._hmemo
+                    o = memo[1] if memo is not None and memo[0] == other._var.version \
+                        else host(other)
+                    if o is not None and o.size <= CONFIG.eager_size:
+                        return wrap(uf(o, h) if reflected else uf(h, o))
+                else:
+                    o = operand(other)
+                    if o is not NO:
+                        return wrap(uf(o, h) if reflected else uf(h, o))
+        if isinstance(other, _OPERANDS):
+            return record(uf, (other, self) if reflected else (self, other))
+        return fallback(self, other)
+    return op
+
+
+_OPERANDS = (ndarray, int, float, complex)
 
 
 def ufunc(uf, args, kwargs=None):
     """A ufunc call by NumPy when every operand is realized and small; NO otherwise."""
-    if not enabled() or len(args) != uf.nin or kwargs and kwargs.get("out") is not None:
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans or \
+            len(args) != uf.nin:
         return NO
-    hs = []
-    for x in args:
-        h = operand(x)
-        if h is NO:
-            return NO
-        hs.append(h)
     if kwargs:
+        if kwargs.get("out") is not None:
+            return NO
         where = kwargs.get("where", True)
         if where is not True:
             where = operand(where)
             if where is NO:
                 return NO
             kwargs = dict(kwargs, where=where)
+    if len(args) == 1:
+        h = operand(args[0])
+        if h is NO:
+            return NO
+        return wrap(uf(h, **kwargs) if kwargs else uf(h))
+    hs = []
+    for x in args:
+        h = operand(x)
+        if h is NO:
+            return NO
+        hs.append(h)
     return wrap(uf(*hs, **kwargs) if kwargs else uf(*hs))
 
 
@@ -163,21 +241,45 @@ def call(fn, args, kwargs):
     (a list or tuple argument is looked into one level). NO otherwise, where an `out` is given
     (by keyword or by position), and where NumPy's result is a view of an argument (a lazy
     view records it)."""
-    if not enabled() or kwargs.get("out") is not None:
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans or \
+            budget.active() is not None:
         return NO
     at = _out_at(fn)
     if len(args) > at and args[at] is not None:  # out given by position
         return NO
     seen: list[np.ndarray] = []
-    hs = [_argument(x, seen) for x in args]
-    kw = {k: _argument(v, seen) for k, v in kwargs.items()}
-    if not seen or _has_no(hs) or _has_no(kw.values()) or budget.active() is not None:
-        return NO
-    r = fn(*hs, **kw)
-    for x in (r if isinstance(r, tuple) else (r,)):
-        if isinstance(x, np.ndarray) and x.base is not None and \
-                any(np.may_share_memory(x, h) for h in seen):
+    hs = []
+    for x in args:
+        if type(x) is ndarray:  # (_argument's usual case inline, host's too)
+            memo = x._hmemo
+            h = memo[1] if memo is not None and memo[0] == x._var.version else host(x)
+            if h is None or h.size > CONFIG.eager_size:
+                return NO
+            seen.append(h)
+        else:
+            h = _argument(x, seen)
+            if h is NO:
+                return NO
+        hs.append(h)
+    if kwargs:
+        if kwargs.get("out") is not None:
             return NO
+        kw = {k: _argument(v, seen) for k, v in kwargs.items()}
+        if not seen or _has_no(kw.values()):
+            return NO
+        r = fn(*hs, **kw)
+    elif seen:
+        r = fn(*hs)
+    else:
+        return NO
+    if type(r) is np.ndarray:
+        if r.base is not None and any(np.may_share_memory(r, h) for h in seen):
+            return NO
+    elif isinstance(r, tuple):
+        for x in r:
+            if isinstance(x, np.ndarray) and x.base is not None and \
+                    any(np.may_share_memory(x, h) for h in seen):
+                return NO
     return wrap(r)
 
 
@@ -242,7 +344,8 @@ def method(name: str, fallback):
 
     def m(self, *args, **kwargs):
         if not args and not kwargs and enabled():  # a.sum(): the common call, in short
-            h = host(self)
+            memo = self._hmemo  # (host(self), its usual case inline)
+            h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
             if h is not None and h.size <= CONFIG.eager_size:
                 r = numpy_method(h)
                 if type(r) is not np.ndarray or r.base is None:  # not a view of h
@@ -265,9 +368,7 @@ def function(fn, numpy_fn):
 def read_only(a: ndarray) -> np.ndarray | None:
     """A read-only NumPy view of a's values where eager reads may take it (evaluating a
     small pending base first, as _realized), else None."""
-    if not enabled():
-        return None
-    h = _realized(a)
+    h = readable(a)
     if h is None:
         return None
     h = h.view()
@@ -275,13 +376,22 @@ def read_only(a: ndarray) -> np.ndarray | None:
     return h
 
 
+def readable(a: ndarray) -> np.ndarray | None:
+    """read_only(a) for a caller that hands out nothing of it (no view): NumPy's view
+    itself."""
+    if not enabled():
+        return None
+    memo = a._hmemo  # (host(a), its usual case inline)
+    return memo[1] if memo is not None and memo[0] == a._var.version else _realized(a)
+
+
 def reader(name: str, fallback):
-    """The lazy array's method `name` (item, tolist, __float__, ...), NumPy's on the realized
-    values where read_only() gives them."""
+    """The lazy array's method `name` (item, tolist, __float__, ...: each gives Python or
+    NumPy scalars, no view), NumPy's on the realized values where readable() gives them."""
     numpy_method = getattr(np.ndarray, name)
 
     def m(self, *args):
-        h = read_only(self)
+        h = readable(self)
         return fallback(self, *args) if h is None else numpy_method(h, *args)
     m.__name__ = name
     return m
@@ -289,42 +399,57 @@ def reader(name: str, fallback):
 
 def iterate(a: ndarray, fallback):
     """`for v in a` over a realized 1-d array: NumPy's scalars (rows of a larger one are
-    lazy views, so writes through them reach a)."""
+    views, so writes through them reach a)."""
     if len(a._view.shape) == 1:
-        h = read_only(a)
+        h = readable(a)
         if h is not None:
             return iter(h)
     return fallback(a)
 
 
-def _int_key(a: ndarray, key) -> tuple | None:
-    """key as a tuple of Python/NumPy integers, one per axis of a, else None."""
-    if type(key) is int:
-        key = (key,)
-    elif type(key) is not tuple:
-        if isinstance(key, np.integer):
-            key = (key,)
+def indexer(fallback):
+    """The lazy array's `__getitem__`: for a key of integers and slices on a realized host
+    array, NumPy's indexing: NumPy's scalar for an element (evaluating a pending base first,
+    as _realized), else a view of the array (writes through it reach it) that comes with
+    NumPy's view for reads (a KeyView: its steps are worked out when first asked). Any other
+    key, or a view of a pending or device array: fallback."""
+    def __getitem__(self, key):
+        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
+            return fallback(self, key)
+        t = type(key)
+        if t is tuple:
+            for k in key:
+                t = type(k)
+                if t is not int and t is not slice and not isinstance(k, np.integer):
+                    return fallback(self, key)
+        elif t is not int and t is not slice and not isinstance(key, np.integer):
+            return fallback(self, key)
+        var = self._var
+        memo = self._hmemo  # (host(self), its usual case inline)
+        if memo is not None and memo[0] == var.version:
+            h = memo[1]
         else:
-            return None
-    if len(key) != len(a._view.shape):
-        return None
-    for k in key:
-        if type(k) is not int and not (isinstance(k, np.integer)):
-            return None
-    return key
-
-
-def get_element(a: ndarray, key):
-    """a[i, j] of a realized array: NumPy's scalar (its IndexError where out of range)."""
-    if not enabled():
-        return NO
-    k = _int_key(a, key)
-    if k is None:
-        return NO
-    h = _realized(a)
-    if h is None:
-        return NO
-    return h[k]
+            h = host(self)
+            if h is None:
+                k = key if type(key) is tuple else (key,)
+                if len(k) != len(self._view.shape) or any(type(i) is slice for i in k):
+                    return fallback(self, key)  # a view of a pending value: recorded
+                h = _realized(self)  # an element of it: evaluated first
+                return fallback(self, key) if h is None else h[key]
+            memo = self._hmemo
+        r = h[key]  # NumPy's errors, NumPy's scalar
+        if type(r) is not np.ndarray:
+            return r
+        view = self._view
+        kv = _new(KeyView)  # (KeyView(view, key, r.shape), inline)
+        kv._src = (view, key if type(key) is tuple else (key,))
+        kv.shape, kv.writeable = r.shape, view.writeable
+        out = _new(ndarray)
+        out._var, out._view, out._memo = var, kv, None
+        # NumPy's view for reads, unless h is a copy host() did not keep
+        out._hmemo = (var.version, r) if memo is not None and memo[1] is h else None
+        return out
+    return __getitem__
 
 
 _BASIC = (int, np.integer, type(None), type(Ellipsis))
@@ -352,6 +477,42 @@ def _getitem(x, key):
     return x[key]
 
 
+def writer(fallback):
+    """The lazy array's `__setitem__`: a number written at a key of integers and slices into
+    a buffer the array's base owns, nothing pending (_owned's usual case, inline), is NumPy's
+    write; any other write by set_element, or else fallback (recorded)."""
+    def __setitem__(self, key, value):
+        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
+            return fallback(self, key, value)
+        view = self._view
+        if isinstance(value, _NUMBERS) and not view.steps and view.writeable:
+            t = type(key)
+            if t is tuple:
+                for k in key:
+                    t = type(k)
+                    if t is not int and t is not slice and not isinstance(k, np.integer):
+                        break
+                else:
+                    t = int
+            if t is int or t is slice or isinstance(key, np.integer):
+                var = self._var
+                _acquire()
+                try:
+                    if not _PENDING and type(var) is Var:
+                        node = var.node
+                        if node.op == "input" and node.attrs[0][1].owner == id(var):
+                            node.attrs[0][1].host[key] = value
+                            return None
+                finally:
+                    _release()
+        if not set_element(self, key, value):
+            fallback(self, key, value)
+    return __setitem__
+
+
+_acquire, _release = LOCK.acquire, LOCK.release  # (not `with LOCK`: three times the cost)
+
+
 def set_element(a: ndarray, key, value) -> bool:
     """a[key] = value by NumPy into a's buffer (see _owned), for a key and a value NumPy may
     take now (see call); False where the write is recorded."""
@@ -376,16 +537,19 @@ def set_element(a: ndarray, key, value) -> bool:
 def update(uf, a: ndarray, other) -> bool:
     """a op= other by NumPy's in-place ufunc into a's buffer (see _owned), a small array;
     False where it is recorded."""
-    if not enabled():
+    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
         return False
     o = operand(other)
     if o is NO:
         return False
-    with LOCK:
+    _acquire()
+    try:
         h = _owned(a)
         if h is None or h.size > CONFIG.eager_size:
             return False
         uf(h, o, out=h)
+    finally:
+        _release()
     return True
 
 
@@ -393,7 +557,15 @@ def _owned(a: ndarray) -> np.ndarray | None:
     """a's values as a writable NumPy view of a buffer that a's base alone holds (copied
     here on the first write), when no pending graph could read the buffer; else None. The
     caller holds LOCK."""
-    if not a._view.writeable or any(kind == "bitcast" for kind, _ in a._view.steps):
+    view = a._view
+    if not view.writeable:
+        return None
+    var = a._var
+    if not _PENDING and type(var) is Var and not view.steps:  # the usual write: into a
+        node = var.node  # buffer it owns (an owned buffer is a writeable copy)
+        if node.op == "input" and node.attrs[0][1].owner == id(var):
+            return node.attrs[0][1].host
+    if _bitcast(view.steps):
         return None  # a view through a dtype change may be a copy on the host
     if _realized(a) is None:
         return None
@@ -403,7 +575,6 @@ def _owned(a: ndarray) -> np.ndarray | None:
         flush()
         if any_pending():  # a value whose evaluation failed (it raises where it is read)
             return None
-    var = a._var
     buf = var.node.attrs[0][1]
     if buf.owner != id(var) or not buf.host.flags.writeable:  # copy on the first write
         leaf = var.node
@@ -411,4 +582,11 @@ def _owned(a: ndarray) -> np.ndarray | None:
         var.node = make("input", (), leaf.shape, leaf.dtype, (("buf", buf),))
         var.version += 1
         own(buf, var)
-    return host(a)
+    h = host(a)
+    if a._view.steps and (a._hmemo is None or a._hmemo[1] is not h):
+        return None  # NumPy's copy (see host): the write is recorded
+    return h
+
+
+def _bitcast(steps: tuple) -> bool:
+    return any(kind == "bitcast" for kind, _ in steps)

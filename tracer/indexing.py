@@ -11,7 +11,7 @@ import numpy as np
 from . import graph as G
 from .array import ndarray, stands_for_scalar
 from .recording import proxy, traced
-from .view import View, nocopy_reshape
+from .view import canonical_range, index_view, nocopy_reshape
 from .fallback import count_fallback, fallback_call
 from .gather import gather, scatter
 from .store import apply_view_numpy, to_numpy
@@ -32,12 +32,6 @@ def _is_basic(key: tuple) -> bool:
 
 def _norm_key(key) -> tuple:
     return key if isinstance(key, tuple) else (key,)
-
-
-def _canonical(s: tuple) -> tuple:
-    """An empty range as (0, 0, 1): `slice.indices` gives (-1, -1, -1) for `[-5::-1]` on 3
-    elements, whose -1s every consumer would read as "from the end"."""
-    return s if len(range(*s)) else (0, 0, 1)
 
 
 def basic_view(a: ndarray, key: tuple) -> ndarray:
@@ -64,7 +58,7 @@ def basic_view(a: ndarray, key: tuple) -> ndarray:
     if slices != G.full_slice(a.shape):
         shape = tuple(len(range(*s)) for s in slices)
         strides = tuple(st * s[2] for st, s in zip(a._view.strides, slices))
-        view = view._derive("slice", tuple(_canonical(s) for s in slices), shape, strides)
+        view = view._derive("slice", tuple(map(canonical_range, slices)), shape, strides)
     if view.shape != out_shape:
         strides = nocopy_reshape(view.shape, view._view.strides, out_shape)
         view = view._derive("reshape", out_shape, out_shape, strides)
@@ -94,47 +88,11 @@ def quick_view(a: ndarray, key) -> ndarray | None:
     """basic_view for the common key, integers and slices for the leading axes, at a fraction
     of its cost (no recording, no NumPy check, one View built); None for any other key, or an
     integer out of range (basic_view raises NumPy's IndexError)."""
-    if type(key) is not tuple:
-        key = (key,)
     v = a._view
-    shape, strides = v.shape, v.strides
-    if len(key) > len(shape):
+    nv = index_view(v, key if type(key) is tuple else (key,))
+    if nv is None:
         return None
-    slices, sl_shape, sl_strides, out_shape = [], [], [], []
-    sliced = dropped = False
-    for k, d, st in zip(key, shape, strides):
-        if type(k) is slice:
-            s = k.indices(d)
-            n = len(range(*s))
-            sliced = sliced or s != (0, d, 1)
-            out_shape.append(n)
-        elif type(k) is int or isinstance(k, np.integer) and not isinstance(k, np.bool_):
-            i = int(k)
-            if not -d <= i < d:
-                return None
-            i = i + d if i < 0 else i
-            s, n = (i, i + 1, 1), 1
-            sliced, dropped = sliced or d != 1, True
-        else:
-            return None
-        slices.append(s)
-        sl_shape.append(n)
-        sl_strides.append(st * s[2])
-    rest = shape[len(key):]
-    steps, cur_shape, cur_strides = v.steps, shape, strides
-    if sliced:
-        full = [_canonical(s) for s in slices] + [(0, d, 1) for d in rest]
-        cur_shape = tuple(sl_shape) + rest
-        cur_strides = tuple(sl_strides) + strides[len(key):]
-        steps = steps + (("slice", tuple(full)),)
-    if dropped:
-        out = tuple(out_shape) + rest
-        cur_strides = tuple(nocopy_reshape(cur_shape, cur_strides, out))
-        cur_shape = out
-        steps = steps + (("reshape", out),)
-    if steps is v.steps:
-        return a._alias()
-    return ndarray(a._var, View(steps, cur_shape, cur_strides, v.writeable))
+    return a._alias() if nv is v else ndarray(a._var, nv)
 
 
 @traced

@@ -24,15 +24,11 @@ from .write import assign_full
 
 
 def _binary(uf, dunder, reflected=False):
-    def op(self, other):
-        r = eager.binary(uf, other, self) if reflected else eager.binary(uf, self, other)
-        if r is not eager.NO:
-            return r
-        args = (other, self) if reflected else (self, other)
-        if not isinstance(other, (ndarray, int, float, complex)) and foreign_operand(other):
+    def op(self, other):  # an operand neither a lazy array nor a number (eager.operator)
+        if foreign_operand(other):
             return numpy_operator(self, dunder, other)  # strings, objects, Decimal, ...
-        return apply_ufunc(uf, args)
-    return op
+        return apply_ufunc(uf, (other, self) if reflected else (self, other))
+    return eager.operator(uf, apply_ufunc, op, reflected)
 
 
 def _unary(uf):
@@ -56,9 +52,7 @@ def _inplace(uf, dunder):
 
 
 def _getitem(self, key):
-    r = eager.get_element(self, key)
-    if r is not eager.NO:
-        return r
+    """a[key] where eager.indexer does not take it."""
     if self._view.shape and not _is_scalar_key(self, _norm_key(key)):
         v = quick_view(self, key)
         if v is not None:
@@ -67,11 +61,6 @@ def _getitem(self, key):
         if r is not eager.NO:
             return r
     return getitem(self, key)
-
-
-def _setitem(self, key, value) -> None:
-    if not eager.set_element(self, key, value):
-        setitem(self, key, value)
 
 
 def _divmod(self, other):
@@ -191,8 +180,8 @@ def install() -> None:
     ndarray.__matmul__ = _matmul
     ndarray.__rmatmul__ = _rmatmul
     ndarray.__imatmul__ = _imatmul
-    ndarray.__getitem__ = _getitem
-    ndarray.__setitem__ = _setitem
+    ndarray.__getitem__ = eager.indexer(_getitem)
+    ndarray.__setitem__ = eager.writer(setitem)
     ndarray.__array_ufunc__ = _array_ufunc
     ndarray.__array_function__ = _array_function
     ndarray.astype = _astype

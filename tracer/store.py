@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, make_leaf, toposort
+from tracer.ir.node import Node, host_leaf, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug
@@ -67,6 +67,31 @@ class Var:
             self.version += 1
             if node.op != "input":
                 _note_pending(self)
+
+
+NODE_SLOT = Var.node  # Var's own slot, under HostVar's property
+
+
+class HostVar(Var):
+    """A Var over a new NumPy array (tracer.eager.wrap) whose leaf node is made when first
+    asked for; until then its `node` slot holds the array (tracer.eager.host reads it). Most
+    small results are only read by NumPy and dropped: they never need a node. Asked, it
+    becomes a Var."""
+
+    __slots__ = ()
+
+    @property
+    def node(self) -> Node:
+        with LOCK:
+            if type(self) is HostVar:
+                NODE_SLOT.__set__(self, host_leaf(NODE_SLOT.__get__(self)))
+                self.__class__ = Var
+        return NODE_SLOT.__get__(self)
+
+    @node.setter
+    def node(self, node: Node) -> None:
+        NODE_SLOT.__set__(self, node)
+        self.__class__ = Var
 
 
 # ---- buffers one Var alone holds, which tracer.eager writes into in place

@@ -109,6 +109,91 @@ class View:
                     self.writeable if writeable is None else writeable)
 
 
+def canonical_range(s: tuple) -> tuple:
+    """An empty range as (0, 0, 1): `slice.indices` gives (-1, -1, -1) for `[-5::-1]` on 3
+    elements, whose -1s every consumer would read as "from the end"."""
+    return s if len(range(*s)) else (0, 0, 1)
+
+
+def index_view(v: View, key: tuple) -> View | None:
+    """The view `[key]` makes of view `v`, for a key of integers and slices on the leading
+    axes (NumPy's basic indexing: a slice step, then a reshape dropping the integers' axes);
+    `v` itself where the key selects everything; None for any other key, or an integer out of
+    range."""
+    shape, strides = v.shape, v.strides
+    if len(key) > len(shape):
+        return None
+    slices, sl_shape, sl_strides, out_shape = [], [], [], []
+    sliced = dropped = False
+    for k, d, st in zip(key, shape, strides):
+        if type(k) is slice:
+            s = k.indices(d)
+            n = len(range(*s))
+            sliced = sliced or s != (0, d, 1)
+            out_shape.append(n)
+        elif type(k) is int or isinstance(k, np.integer) and not isinstance(k, np.bool_):
+            i = int(k)
+            if not -d <= i < d:
+                return None
+            i = i + d if i < 0 else i
+            s, n = (i, i + 1, 1), 1
+            sliced, dropped = sliced or d != 1, True
+        else:
+            return None
+        slices.append(s)
+        sl_shape.append(n)
+        sl_strides.append(st * s[2])
+    rest = shape[len(key):]
+    steps, cur_shape, cur_strides = v.steps, shape, strides
+    if sliced:
+        full = [canonical_range(s) for s in slices] + [(0, d, 1) for d in rest]
+        cur_shape = tuple(sl_shape) + rest
+        cur_strides = tuple(sl_strides) + strides[len(key):]
+        steps = steps + (("slice", tuple(full)),)
+    if dropped:
+        out = tuple(out_shape) + rest
+        cur_strides = tuple(nocopy_reshape(cur_shape, cur_strides, out))
+        cur_shape = out
+        steps = steps + (("reshape", out),)
+    if steps is v.steps:
+        return v
+    return View(steps, cur_shape, cur_strides, v.writeable)
+
+
+_STEPS, _STRIDES = View.steps, View.strides  # View's own slots, under KeyView's properties
+
+
+class KeyView(View):
+    """index_view(parent, key), its steps and strides worked out when first asked: the view
+    an integer-and-slice key makes of a realized array (tracer.eager.getitem), which comes
+    with NumPy's view of the buffer; most such views are only read through that, never
+    asked for their steps."""
+
+    __slots__ = ("_src",)
+
+    def __init__(self, parent: View, key: tuple, shape: tuple):
+        self._src = (parent, key)
+        self.shape, self.writeable = shape, parent.writeable
+
+    def _resolve(self) -> None:
+        v = index_view(*self._src)
+        _STEPS.__set__(self, v.steps)
+        _STRIDES.__set__(self, v.strides)
+        self._src = None
+
+    @property
+    def steps(self) -> tuple:
+        if self._src is not None:
+            self._resolve()
+        return _STEPS.__get__(self)
+
+    @property
+    def strides(self) -> tuple:
+        if self._src is not None:
+            self._resolve()
+        return _STRIDES.__get__(self)
+
+
 def apply_step(node: Node, kind: str, arg) -> Node:
     if kind == "slice":
         return G.slice_(node, arg)

@@ -10,6 +10,7 @@ import tracer
 import tracer.numpy as np
 from tracer.indexing import basic_view, quick_view
 from tracer.ir.config import context
+from tracer.store import HostVar, Var
 
 
 @pytest.fixture(autouse=True)
@@ -161,3 +162,76 @@ def test_an_out_array_given_by_position_is_written_as_numpy_writes_it():
             assert r is out  # NumPy hands back `out` itself
         numpy.testing.assert_array_equal(numpy.asarray(pending)[-5:], numpy.zeros(5))
     numpy.testing.assert_array_equal(numpy.asarray(outs[np]), outs[numpy])
+
+
+def test_views_of_realized_arrays_read_numpys_view_and_follow_the_base():
+    h = numpy.arange(12.0).reshape(3, 4)
+    a, ref = np.array(h), h.copy()
+    row, part, col = a[1], a[2, 1:3], a[:, 1]
+    rrow, rpart, rcol = ref[1], ref[2, 1:3], ref[:, 1]
+    for m, r, p in ((a, row, part), (ref, rrow, rpart)):
+        m[1, 0] = -5.0  # the first write copies a's buffer: the views read the copy
+        r[3] = 50.0  # a write through a view reaches the base
+        p[0] += 7.0
+    assert numpy.asarray(a).tolist() == ref.tolist()
+    assert row.tolist() == rrow.tolist() and col.tolist() == rcol.tolist()
+    assert list(part) == list(rpart) and type(row[0]) is type(rrow[0])
+    assert row.base is a and col.flags.c_contiguous == rcol.flags.c_contiguous
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        a[0, 4]
+    with pytest.raises(IndexError, match="too many indices for array"):
+        row[0, 0]
+
+
+def test_key_views_work_out_the_steps_of_quick_views():
+    a = np.array(numpy.arange(24.0).reshape(2, 3, 4))
+    for arr in (a, a.transpose((2, 0, 1)), a[:, ::2]):
+        for key in [1, (slice(None), 1), (1, slice(1, 3)), (-1, -2), (slice(5, 1, -1), 0),
+                    (numpy.int64(1), slice(0, 0)), (0, slice(None), slice(None, None, 2))]:
+            v, q = arr[key], quick_view(arr, key)
+            assert (v._view.steps, v._view.shape, v._view.strides) == \
+                (q._view.steps, q._view.shape, q._view.strides), key
+
+
+def test_a_recorded_write_reaches_views_read_through_numpy():
+    a = np.array(numpy.arange(6.0).reshape(2, 3))
+    row = a[1]
+    assert row[0] == 3.0  # NumPy's view of a's buffer, kept by the view
+    big = np.ones(20_000) * 2  # pending: writing it is recorded, a new value of a's base
+    assert big._var.node.op != "input"
+    a[1] = big[:3]
+    assert row.tolist() == [2.0, 2.0, 2.0] and a[1, 2] == 2.0
+
+
+def test_results_make_no_graph_node_until_one_is_needed():
+    a = np.array(numpy.arange(4.0))
+    y = (a + 1) * 2
+    assert y.dtype == numpy.float64 and y.tolist() == [2.0, 4.0, 6.0, 8.0]
+    assert y[1:].dtype == numpy.float64 and y[1:3].tolist() == [4.0, 6.0]
+    assert type(y._var) is HostVar  # NumPy's result, held as it is
+    with context(eager_size=0):
+        z = y + 1  # recorded: y's value becomes a leaf node
+    assert type(y._var) is Var and y._var.node.op == "input"
+    assert numpy.asarray(z).tolist() == [3.0, 5.0, 7.0, 9.0]
+
+
+def test_a_buffer_laid_out_otherwise_than_its_view_assumed_is_never_written_as_a_copy():
+    def run(m):  # w is a copy of v; its buffer is v's layout, where NumPy's reshape copies
+        a = m.array(numpy.arange(24.0).reshape(4, 6))
+        v = a[1:, ::-1].T[1:5:2]
+        v[:, 0] = 55
+        w = v.reshape(-1)
+        rows = w.reshape(2, 3)
+        w[:] = -1
+        w[4] = 7
+        return [numpy.asarray(x).tolist() for x in (a, v, w, rows, rows[1])]
+    assert run(np) == run(numpy)
+
+
+def test_results_keep_numpys_memory_order():
+    for make in (lambda m: m.ones((2, 3, 4)).transpose(1, 0, 2).copy(order="K"),
+                 lambda m: m.ones((3, 4), order="F") + 1):
+        a, ref = make(np), make(numpy)
+        assert (a.flags.c_contiguous, a.flags.f_contiguous) == \
+            (ref.flags.c_contiguous, ref.flags.f_contiguous)
+        assert numpy.asarray(a.ravel(order="K")).tolist() == ref.ravel(order="K").tolist()
