@@ -16,7 +16,7 @@ import numpy as np
 
 from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.config import CONFIG
-from tracer.ir.node import Node, set_site
+from tracer.ir.node import Node, _set_site
 from . import graph as G
 from .recording import proxy, shape_str, traced
 from . import store as _store
@@ -340,8 +340,10 @@ def fresh(node: Node) -> ndarray:
     """ndarray(Var(node)) for a node just recorded (no leaf): a new array in C order that
     owns its base."""
     # Var(node)'s steps (debug.recorded, store._note_pending), inline
-    if node.site is None and CURRENT[0] is not None:
-        set_site(node, CURRENT[0])
+    if node.site is None:  # (set_site, inline)
+        site = CURRENT[0]
+        if site is not None:
+            _set_site(node, site)
     state = _err_state()  # debug.errstate_raises(), its usual case inline
     if (LAST_STATE[1] if state is LAST_STATE[0] else errstate_raises()) or CONFIG.eager:
         return ndarray(Var(node))  # run now (debug.recorded): a leaf, laid out as it came

@@ -140,6 +140,17 @@ def _is_pending(v: Var) -> bool:
     return r is not None and r() is v
 
 
+def _alone(v: Var) -> bool:
+    """Whether v is the only variable pending. A short table is cleaned on the way: the
+    temporaries of `(a * b + c).sum()` have died but are still in it."""
+    if len(_PENDING) == 1:
+        return _is_pending(v)
+    if len(_PENDING) > 8:  # (then _extras walks the table)
+        return False
+    live = _live()
+    return len(live) == 1 and live[0] is v
+
+
 def _live() -> list[Var]:
     """The variables whose value is a graph still to compute; the table loses the others."""
     out = []
@@ -208,7 +219,7 @@ def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:
             if v.node.op == "input" or not strict and _failed(v):
                 return
             targets = [v]
-            if len(_PENDING) == 1 and not CONFIG.small_graph and _is_pending(v):
+            if not CONFIG.small_graph and _alone(v):
                 failed = _realize(targets, False)  # nothing else pending: no extras
                 if strict and failed:
                     raise failed[id(v)]
