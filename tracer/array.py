@@ -349,11 +349,12 @@ def fresh(node: Node) -> ndarray:
         return ndarray(Var(node))  # run now (debug.recorded): a leaf, laid out as it came
     var = _new(Var)
     var.node = node
-    var.owner = None
     var.version = 0
     _PENDING[id(var)] = _ref(var)  # store._note_pending, inline
-    _store._pending_nodes += 1
-    if _store._pending_nodes > CONFIG.flush_nodes:
+    pending = _store._pending_nodes + 1
+    _store._pending_nodes = pending
+    if pending > CONFIG.flush_nodes:
+        var.owner = None  # (set below; the evaluation may read it)
         _store.flush()
     out = _new(ndarray)
     out._var = var

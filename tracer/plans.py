@@ -140,6 +140,8 @@ def signature(roots: list[Node], backend: str
                 key.append((n.op, pos[ins[0]], n.shape, n.dtype, tuple([s[2] for s in sl])))
                 values.append(tuple([s[0] for s in sl]))
                 holders.append(n)
+            elif len(ins) == 1:
+                key.append((n.op, (pos[ins[0]],), n.shape, n.dtype, n.attrs))
             elif ins:
                 key.append((n.op, tuple(map(pos.__getitem__, ins)), n.shape, n.dtype, n.attrs))
             elif n.op == "input":  # a root that is a leaf

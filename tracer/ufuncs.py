@@ -152,11 +152,10 @@ def _weak_node(v, dt: np.dtype, shape: tuple) -> Node:
     return got
 
 
-def _binary_plan(uf: np.ufunc, a, b):
-    """(hit, na, ka, nb, kb) of the quick path for uf(a, b): each operand's node (None for a
-    weak Python scalar) and kind, its dtype (a lazy array), or float or int (a weak Python
-    scalar whose value decides nothing but the constant: an int any integer dtype holds);
-    None for any other call (the general path)."""
+def _binary(uf: np.ufunc, a, b) -> ndarray | None:
+    """The quick path's uf(a, b) as a fresh array, None for any other call (the general
+    path): each operand a lazy array, or a weak Python scalar (a float, or an int any
+    integer dtype holds) whose value decides nothing but the constant."""
     t = type(a)
     if t is ndarray:
         na = a._var.node if not a._view.steps else a._node
@@ -177,15 +176,10 @@ def _binary_plan(uf: np.ufunc, a, b):
     hit = _QUICK.get(key, False)
     if hit is False:
         hit = _QUICK[key] = _quick_entry(uf, (ka, kb))
-    if hit is None or na is not None and nb is not None and nb.shape != na.shape:
-        return None  # no loop, or broadcasting: the general path
-    return hit, na, ka, nb, kb
-
-
-def _binary_record(plan, a, b) -> ndarray:
-    """The quick path's node for uf(a, b), _binary_plan's plan, as a fresh array."""
-    (name, (da, db, dout)), na, ka, nb, kb = plan
-    if na is None:
+    if hit is None:
+        return None  # no loop
+    name, (da, db, dout) = hit
+    if na is None:  # (b is an array: two weak scalars have no quick entry)
         shape = nb.shape
         na = _weak_node(a, da, shape)
         if kb is not db and kb != db:
@@ -194,8 +188,11 @@ def _binary_record(plan, a, b) -> ndarray:
         shape = na.shape
         if nb is None:
             nb = _weak_node(b, db, shape)
-        elif kb is not db and kb != db:
-            nb = G.cast(nb, db)
+        else:
+            if nb.shape != shape:
+                return None  # broadcasting: the general path
+            if kb is not db and kb != db:
+                nb = G.cast(nb, db)
         if ka is not da and ka != da:
             na = G.cast(na, da)
     return fresh(make_binary(name, na, nb, shape, dout))
@@ -204,8 +201,7 @@ def _binary_record(plan, a, b) -> ndarray:
 def _quick(uf: np.ufunc, args) -> ndarray | None:
     """apply_ufunc(uf, args) for the common call (see above), else None (nothing recorded)."""
     if len(args) == 2:
-        plan = _binary_plan(uf, *args)
-        return None if plan is None else _binary_record(plan, *args)
+        return _binary(uf, *args)
     if len(args) == 1 and type(args[0]) is ndarray:
         a = args[0]
         na = a._var.node if not a._view.steps else a._node
@@ -225,15 +221,13 @@ def _quick(uf: np.ufunc, args) -> ndarray | None:
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
     """Record uf(*args) (out=, where=, dtype=, casting= as NumPy's); None where tracer does not
     record this ufunc (the caller falls back). The common call takes the quick path: a
-    binary one outside any traced call is _quick's, with traced's steps inline."""
+    binary one outside any traced call is _binary's, under traced's steps inline (as is the
+    general path where _binary declines)."""
     if out is not None or where is not True or dtype is not None:
         return _apply_ufunc(uf, args, out, where, dtype, casting)
     if _depth[0] or len(args) != 2:  # inside a traced call (its site, its time), or unary
         r = _quick(uf, args) if _depth[0] else _quick_traced(uf, args)
         return r if r is not None else _apply_ufunc(uf, args, out, where, dtype, casting)
-    plan = _binary_plan(uf, *args)
-    if plan is None:
-        return _apply_ufunc(uf, args, out, where, dtype, casting)
     t0 = perf_counter()
     _depth[0] = 1
     # the user's frame (recording.call_site, inline)
@@ -250,8 +244,9 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
         f = start
     CURRENT[0] = (f.f_code, f.f_lasti, "apply_ufunc", f.f_globals.get("__name__"))
     del f, start
-    try:
-        return _binary_record(plan, *args)
+    try:  # (recording.traced's steps, inline: the general path runs under them too)
+        r = _binary(uf, *args)
+        return r if r is not None else _general(uf, args, out, where, dtype, casting)
     except Exception as e:
         trim_numpy_tail(e.__traceback__)
         raise
@@ -303,6 +298,7 @@ def _apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="
     return write_out(node, out, where)
 
 
+_general = _apply_ufunc  # (untraced: for apply_ufunc's quick path, which traces it)
 _apply_ufunc = traced(_apply_ufunc, "apply_ufunc")
 _quick_traced = traced(_quick, "apply_ufunc")
 
