@@ -180,7 +180,7 @@ def binary(uf, x, y):
 
 def operator(uf, record, fallback, reflected: bool = False):
     """The lazy array's operator for binary ufunc uf (`reflected`: `other <op> self`):
-    binary()'s usual case inline (self, then other), else record(uf, operands) for an operand
+    binary()'s usual case inline (self, then other), else record(uf, a, b) for an operand
     that is a lazy array or a Python number (no frame between the user's and the recording's:
     it looks for the user's), fallback(self, other) for any other."""
     def op(self, other):
@@ -199,7 +199,7 @@ def operator(uf, record, fallback, reflected: bool = False):
                     if o is not NO:
                         return wrap(uf(o, h) if reflected else uf(h, o))
         if isinstance(other, _OPERANDS):
-            return record(uf, (other, self) if reflected else (self, other))
+            return record(uf, other, self) if reflected else record(uf, self, other)
         return fallback(self, other)
     return op
 

@@ -19,7 +19,7 @@ from .indexing import _is_scalar_key, _norm_key, getitem, quick_view, setitem
 from .fallback import (FOREIGN_KINDS, _wrap, count_fallback, fallback_call, fallback_method, foreign_operand,
                        numpy_operator)
 from .store import to_numpy
-from .ufuncs import apply_ufunc, call_ufunc
+from .ufuncs import apply_ufunc, call_ufunc, record_binary
 from .write import assign_full
 
 
@@ -28,7 +28,7 @@ def _binary(uf, dunder, reflected=False):
         if foreign_operand(other):
             return numpy_operator(self, dunder, other)  # strings, objects, Decimal, ...
         return apply_ufunc(uf, (other, self) if reflected else (self, other))
-    return eager.operator(uf, apply_ufunc, op, reflected)
+    return eager.operator(uf, record_binary, op, reflected)
 
 
 def _unary(uf):

@@ -199,9 +199,8 @@ def _binary(uf: np.ufunc, a, b) -> ndarray | None:
 
 
 def _quick(uf: np.ufunc, args) -> ndarray | None:
-    """apply_ufunc(uf, args) for the common call (see above), else None (nothing recorded)."""
-    if len(args) == 2:
-        return _binary(uf, *args)
+    """apply_ufunc(uf, args) for the common unary call (see above), else None (nothing
+    recorded); a binary one is _binary's."""
     if len(args) == 1 and type(args[0]) is ndarray:
         a = args[0]
         na = a._var.node if not a._view.steps else a._node
@@ -220,14 +219,23 @@ def _quick(uf: np.ufunc, args) -> ndarray | None:
 
 def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="same_kind"):
     """Record uf(*args) (out=, where=, dtype=, casting= as NumPy's); None where tracer does not
-    record this ufunc (the caller falls back). The common call takes the quick path: a
-    binary one outside any traced call is _binary's, under traced's steps inline (as is the
-    general path where _binary declines)."""
+    record this ufunc (the caller falls back). The common call takes the quick path: a binary
+    one is record_binary's."""
     if out is not None or where is not True or dtype is not None:
         return _apply_ufunc(uf, args, out, where, dtype, casting)
-    if _depth[0] or len(args) != 2:  # inside a traced call (its site, its time), or unary
-        r = _quick(uf, args) if _depth[0] else _quick_traced(uf, args)
-        return r if r is not None else _apply_ufunc(uf, args, out, where, dtype, casting)
+    if len(args) == 2:
+        return record_binary(uf, *args)
+    r = _quick(uf, args) if _depth[0] else _quick_traced(uf, args)
+    return r if r is not None else _apply_ufunc(uf, args, out, where, dtype, casting)
+
+
+def record_binary(uf: np.ufunc, a, b):
+    """apply_ufunc(uf, (a, b)), no keyword (a binary operator's recording, eager.operator):
+    _binary's quick path, else the general path; outside a traced call, under traced's steps
+    inline."""
+    if _depth[0]:  # inside a traced call (its site, its time)
+        r = _binary(uf, a, b)
+        return r if r is not None else _general(uf, (a, b))
     t0 = perf_counter()
     _depth[0] = 1
     # the user's frame (recording.call_site, inline)
@@ -244,9 +252,9 @@ def apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="s
         f = start
     CURRENT[0] = (f.f_code, f.f_lasti, "apply_ufunc", f.f_globals.get("__name__"))
     del f, start
-    try:  # (recording.traced's steps, inline: the general path runs under them too)
-        r = _binary(uf, *args)
-        return r if r is not None else _general(uf, args, out, where, dtype, casting)
+    try:
+        r = _binary(uf, a, b)
+        return r if r is not None else _general(uf, (a, b))
     except Exception as e:
         trim_numpy_tail(e.__traceback__)
         raise
@@ -298,7 +306,7 @@ def _apply_ufunc(uf: np.ufunc, args, out=None, where=True, dtype=None, casting="
     return write_out(node, out, where)
 
 
-_general = _apply_ufunc  # (untraced: for apply_ufunc's quick path, which traces it)
+_general = _apply_ufunc  # (untraced: for record_binary, which traces it)
 _apply_ufunc = traced(_apply_ufunc, "apply_ufunc")
 _quick_traced = traced(_quick, "apply_ufunc")
 
