@@ -22,7 +22,7 @@ from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
-from . import budget, budgeted, debug, plans
+from . import budget, budgeted, debug, plans, store
 
 
 def backend() -> str:
@@ -105,12 +105,13 @@ _TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
 _RUNNING = [0]  # nesting of run(): a budget runs chunks through execute
 
 
-def execute(roots: list[Node], small: bool = False) -> list:
+def execute(roots: list[Node], small: bool = False, holders: list | None = None) -> list:
     """The roots' values. `small`: every value is small (small_roots): run them by NumPy op
-    by op, unoptimized, where optimizing and compiling would cost more."""
+    by op, unoptimized, where optimizing and compiling would cost more. `holders`: the
+    variables (tracer.store.Var) that take the values, one a root (see interpret)."""
     STATS.evaluations += 1
     if small:
-        return interpret(roots)
+        return interpret(roots, holders)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
         t0 = time.perf_counter()
         key, values, _, _, _, bufs = plans.signature(roots, backend())
@@ -191,17 +192,46 @@ def _graph(graph) -> list[Node]:
     return graph if isinstance(graph, list) else graph()
 
 
-def interpret(roots: list[Node]) -> list:
+def interpret(roots: list[Node], holders: list | None = None) -> list:
     """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
-    optimizing it and compiling its kernels would take milliseconds to seconds."""
+    optimizing it and compiling its kernels would take milliseconds to seconds. With the
+    `holders` of the values, a slice write may go into a buffer a holder alone holds
+    (store.writable_leaves), and each new array a holder gets is its own to write into."""
     t0 = time.perf_counter()
     STATS.small_graphs += 1
+    may_write = store.writable_leaves(holders) if holders and not CONFIG.check_nans else None
+    leaves: dict[int, Node] = {}  # id(a leaf's array) -> the leaf
+
+    def leaf(n: Node):
+        h = debug.host_value(n)
+        leaves[id(h)] = n
+        return h
     try:
-        vals = run_graph(roots, leaf=debug.host_value)
+        vals = run_graph(roots, leaf=debug.host_value if may_write is None else leaf,
+                         writable=may_write)
     except Exception as e:
         debug.locate_error(roots, e)
         raise
     STATS.run_s += time.perf_counter() - t0
     if CONFIG.check_nans:
         debug.check_outputs(roots, vals)
-    return [Buffer(np.asarray(v)) for v in vals]
+    bufs = [Buffer(np.asarray(v)) for v in vals]
+    if may_write is not None:
+        for v, buf, mine in zip(holders, bufs, _new_arrays(vals, leaves, may_write)):
+            if mine:
+                store.own(buf, v)
+    return bufs
+
+
+def _new_arrays(vals: list, leaves: dict, may_write) -> list[bool]:
+    """Per value, whether it is an array the run made (or a writable leaf's, written in
+    place) that nothing else holds: no leaf's, no view of another value, not another's."""
+    held: dict[int, int] = {}
+    for v in vals:
+        h = v
+        while isinstance(h, np.ndarray):
+            held[id(h)] = held.get(id(h), 0) + 1
+            h = h.base
+    return [isinstance(v, np.ndarray) and v.base is None and v.flags.writeable
+            and held[id(v)] == 1 and (id(v) not in leaves or may_write(leaves[id(v)]))
+            for v in vals]

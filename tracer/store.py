@@ -102,6 +102,9 @@ _OWNED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary
 def own(buf, var: Var) -> None:
     """var alone holds buf: it may write into it."""
     buf.owner = id(var)
+    old = _OWNED.get(id(buf.host))
+    if old is not None and old is not buf:  # a leaf written in place: its buffer is buf's now
+        old.owner = None
     _OWNED[id(buf.host)] = buf
 
 
@@ -273,7 +276,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = list(map(_node_of, group))
         try:
-            bufs = _engine().execute(nodes, small)
+            bufs = _engine().execute(nodes, small, group if small else None)
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
@@ -284,7 +287,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             continue
         for v, n, buf in zip(group, nodes, bufs):
             if buf.owner is not None or _OWNED.data:
-                shared(buf)  # an output may be an input's buffer, or a view of it
+                shared(buf, v)  # an output may be an input's buffer, or a view of it
             if v.node is n:
                 v.node = make_leaf(n.shape, n.dtype, buf)
                 _PENDING.pop(id(v), None)
@@ -292,6 +295,50 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     global _pending_nodes  # what is left pending since the last flush: at most what remains
     _pending_nodes = min(_pending_nodes, len(_PENDING))  # (a warm loop flushed mid-way else)
     return failed
+
+
+# nodes walked, at most, to find whether another pending value reads a leaf (a longer walk
+# costs more than the copy it would save)
+READERS_WALK = 4096
+
+
+def writable_leaves(holders: list[Var]):
+    """A predicate on the leaves of the holders' graph: whether an evaluation that gives the
+    holders their new values may write into the leaf's buffer. It may where a holder alone
+    holds the buffer (Buffer.owner: no other variable, view or result shares it) and no
+    other pending value, nor one whose evaluation failed (kept to raise again), reads it;
+    that the graph itself reads it no more is the caller's part (ir.interp.inplace_updates).
+    The caller holds LOCK."""
+    ids = {id(v) for v in holders}
+    readers: list[set[int] | None] = []  # the other values' leaves, walked on the first ask
+
+    def may_write(leaf: Node) -> bool:
+        if leaf.op != "input" or leaf.attrs[0][1].owner not in ids:
+            return False
+        if not readers:
+            readers.append(_leaves_read(
+                [v.node for v in _live() if id(v) not in ids]
+                + [v.node for v in list(_FAILED.keys()) if id(v) not in ids]))
+        return readers[0] is not None and id(leaf) not in readers[0]
+    return may_write
+
+
+def _leaves_read(roots: list[Node]) -> set[int] | None:
+    """ids of the input leaves the roots' graphs read; None past READERS_WALK nodes."""
+    seen: set[int] = set()
+    leaves: set[int] = set()
+    stack = [r for r in roots if r.op != "const"]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if len(seen) > READERS_WALK:
+            return None
+        if n.op == "input":
+            leaves.add(id(n))
+        stack.extend(n.inputs)
+    return leaves
 
 
 def _depends_on(roots: list[Node], bad: Node | None) -> list[bool]:
