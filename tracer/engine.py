@@ -31,15 +31,66 @@ def backend() -> str:
 
 def small_roots(roots: list[Node]) -> list[bool]:
     """Per root, whether it runs by NumPy op by op (see execute): on cpu outside a budget,
-    when every value it needs has at most CONFIG.small_graph elements."""
+    when every value it needs has at most CONFIG.small_graph elements; every root, when
+    their graph is a few ops whose plans keep missing (see _missing)."""
     limit = CONFIG.small_graph
     if not limit or budget.active() is not None or backend() != "cpu":
         return [False] * len(roots)
     big: set[int] = set()
-    for n in toposort(roots):
+    order = toposort(roots)
+    most = 0
+    for n in order:
+        most = max(most, n.size)
         if n.size > limit or big and any(id(i) in big for i in n.inputs):
             big.add(id(n))
-    return [id(r) not in big for r in roots]
+    small = [id(r) not in big for r in roots]
+    if big and len(order) <= MISS_NODES and most <= CONFIG.miss_graph and \
+            _missing(order, [r for r, s in zip(roots, small) if not s]):
+        return [True] * len(roots)
+    return small
+
+
+# Plans that keep missing: a loop whose shapes change every step (an LU elimination's
+# trailing block) plans anew each evaluation, a millisecond or more; the interpreter runs a
+# few ops at NumPy's speed. Per skeleton (the graph's ops and edges, no shapes nor attributes):
+# [plan misses in a row, compiled and not yet known to miss, evaluations interpreted since].
+MISS_NODES = 64  # "a few ops"
+MISS_RETRY = 64  # every this many interpreted evaluations, one is compiled: does it hit now?
+_SKELETONS: dict[tuple, list] = {}
+_ASKED: list = [None]  # (skeleton's state, ids of the roots compiled) of the last compiled
+
+
+def _missing(order: list[Node], big: list[Node]) -> bool:
+    """Whether the graph runs by the interpreter for its plans keep missing: its skeleton
+    missed CONFIG.miss_streak times in a row. Else the compiled evaluation that follows is
+    watched (execute's plan miss, _note_miss)."""
+    pos = {id(n): k for k, n in enumerate(order)}
+    skel = tuple((n.op, n.dtype, tuple(pos[id(i)] for i in n.inputs)) for n in order)
+    st = _SKELETONS.get(skel)
+    if st is None:
+        if len(_SKELETONS) > 4096:
+            _SKELETONS.clear()
+        st = _SKELETONS[skel] = [0, False, 0]
+    if st[1]:  # the last compiled evaluation found its plan
+        st[0] = st[1] = 0
+    if st[0] >= CONFIG.miss_streak:
+        st[2] += 1
+        if st[2] % MISS_RETRY:
+            return True
+    st[1] = True
+    _ASKED[0] = (st, tuple(map(id, big)))
+    return False
+
+
+def _note_miss(roots: list[Node]) -> None:
+    """A compiled evaluation planned anew: one more miss of its skeleton, if small_roots
+    watches it."""
+    asked = _ASKED[0]
+    if asked is not None and asked[1] == tuple(map(id, roots)):
+        st = asked[0]
+        st[0] += 1
+        st[1] = False
+        _ASKED[0] = None
 
 
 # ------------------------------------------------------------------ planning
@@ -132,6 +183,8 @@ def execute(roots: list[Node], small: bool = False, holders: list | None = None)
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
     t0 = time.perf_counter()
     program, res, bind, split = plan(roots, backend())
+    if res is not None and _ASKED[0] is not None:
+        _note_miss(roots)
     # the optimizer's own time (lowering's codegen is counted apart), or the
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
