@@ -155,9 +155,16 @@ def _live() -> list[Var]:
     return out
 
 
+# the threads that recorded a graph (thread idents): one may hold a node of it in a local,
+# outside any variable, while another evaluates (store.writable_leaves)
+_RECORDERS: set[int] = set()
+_ident = threading.get_ident
+
+
 def _note_pending(v: Var) -> None:
     """v's value is a graph now. (No lock: one dict store; flush() takes only what it saw.)"""
     global _pending_nodes
+    _RECORDERS.add(_ident())
     _PENDING[id(v)] = _ref(v)
     _pending_nodes += 1
     if _pending_nodes > CONFIG.flush_nodes:
@@ -306,11 +313,13 @@ def writable_leaves(holders: list[Var]):
     """A predicate on the leaves of the holders' graph: whether an evaluation that gives the
     holders their new values may write into the leaf's buffer. It may where a holder alone
     holds the buffer (Buffer.owner: no other variable, view or result shares it) and no
-    other pending value, nor one whose evaluation failed (kept to raise again), reads it;
-    that the graph itself reads it no more is the caller's part (ir.interp.inplace_updates).
-    The caller holds LOCK."""
+    other pending value, nor one whose evaluation failed (kept to raise again), reads it,
+    and no other thread records graphs; that the graph itself reads it no more is the
+    caller's part (ir.interp.inplace_updates). The caller holds LOCK."""
     ids = {id(v) for v in holders}
     readers: list[set[int] | None] = []  # the other values' leaves, walked on the first ask
+    if not _alone():
+        return lambda leaf: False
 
     def may_write(leaf: Node) -> bool:
         if leaf.op != "input" or leaf.attrs[0][1].owner not in ids:
@@ -321,6 +330,16 @@ def writable_leaves(holders: list[Var]):
                 + [v.node for v in list(_FAILED.keys()) if id(v) not in ids]))
         return readers[0] is not None and id(leaf) not in readers[0]
     return may_write
+
+
+def _alone() -> bool:
+    """Whether no other live thread has recorded a graph: a node it holds in a local (a value
+    it is about to write, or a read it is about to store) may read any leaf."""
+    me = _ident()
+    if _RECORDERS == {me} or not _RECORDERS:
+        return True
+    _RECORDERS.intersection_update({t.ident for t in threading.enumerate()})
+    return _RECORDERS <= {me}
 
 
 def _leaves_read(roots: list[Node]) -> set[int] | None:
