@@ -61,6 +61,9 @@ _FRESH = frozenset({Kind.ELEMENTWISE, Kind.CONTRACTION, Kind.GATHER, Kind.UPDATE
                     Kind.LEAF})
 
 
+_UPDATES = ("setslice", "scatter")  # the interpreter's updates in place (write_into)
+
+
 def _may_raise(n: Node) -> bool:
     """Whether op n may raise while it runs (its shapes and keys were checked as it was
     recorded): an integer power of a lazy negative exponent, an argmax of nothing, a
@@ -78,9 +81,9 @@ def _may_raise(n: Node) -> bool:
 def inplace_updates(order: list[Node], roots: list[Node],
                     writable: Callable[[Node], bool]) -> set[int]:
     """The slice writes and scatters of `order` (a toposort) that may write into their base's
-    array instead of a copy: the base is a leaf `writable` allows or an update's result (a copy, or
-    such a leaf written in place), it is no root, and no later node reads it or any value
-    that may alias it (a view of it). O(n)."""
+    array instead of a copy: the base is a leaf `writable` allows or an update's result (a
+    copy, or such a leaf written in place), it is no root, and no later node reads it or any
+    value that may alias it (a view of it). O(n)."""
     if any(map(_may_raise, order)):
         return set()
     cls: dict[int, int] = {}  # node -> its storage class (union-find over possible aliases)
@@ -105,15 +108,13 @@ def inplace_updates(order: list[Node], roots: list[Node],
     keep = {find(id(r)) for r in roots}
     out = set()
     for pos, n in enumerate(order):
-        kind = OPS[n.op].kind
-        if kind not in (Kind.UPDATE, Kind.SCATTER) or n.op not in ("setslice", "scatter"):
+        if n.op not in _UPDATES:
             continue
         base = n.inputs[0]
         s = find(id(base))
         if s != id(base) or s in keep or last.get(s) != pos:
             continue
-        if not (OPS[base.op].kind in (Kind.UPDATE, Kind.SCATTER) or
-                base.op == "input" and writable(base)):
+        if not (base.op in _UPDATES or base.op == "input" and writable(base)):
             continue
         if n.op == "scatter" and any(find(id(i)) == s for i in n.inputs[1:]):
             continue  # ufunc.at over an operand that aliases the target
