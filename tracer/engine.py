@@ -40,8 +40,10 @@ def small_roots(roots: list[Node]) -> list[bool]:
     order = toposort(roots)
     most = 0
     for n in order:
-        most = max(most, n.size)
-        if n.size > limit or big and any(id(i) in big for i in n.inputs):
+        size = n.size
+        if size > most:
+            most = size
+        if size > limit or big and any(id(i) in big for i in n.inputs):
             big.add(id(n))
     small = [id(r) not in big for r in roots]
     if big and len(order) <= MISS_NODES and most <= CONFIG.miss_graph and \
@@ -52,7 +54,8 @@ def small_roots(roots: list[Node]) -> list[bool]:
 
 # Plans that keep missing: a loop whose shapes change every step (an LU elimination's
 # trailing block) plans anew each evaluation, a millisecond or more; the interpreter runs a
-# few ops at NumPy's speed. Per skeleton (the graph's ops and edges, no shapes nor attributes):
+# few ops at NumPy's speed. Per skeleton (the graph's ops in order, no shapes nor attributes:
+# cheap, and two graphs that share one only share the policy's guess):
 # [plan misses in a row, compiled and not yet known to miss, evaluations interpreted since].
 MISS_NODES = 64  # "a few ops"
 MISS_RETRY = 64  # every this many interpreted evaluations, one is compiled: does it hit now?
@@ -64,8 +67,7 @@ def _missing(order: list[Node], big: list[Node]) -> bool:
     """Whether the graph runs by the interpreter for its plans keep missing: its skeleton
     missed CONFIG.miss_streak times in a row. Else the compiled evaluation that follows is
     watched (execute's plan miss, _note_miss)."""
-    pos = {id(n): k for k, n in enumerate(order)}
-    skel = tuple((n.op, n.dtype, tuple(pos[id(i)] for i in n.inputs)) for n in order)
+    skel = tuple([n.op for n in order])
     st = _SKELETONS.get(skel)
     if st is None:
         if len(_SKELETONS) > 4096:
