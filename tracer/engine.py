@@ -22,7 +22,7 @@ from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
-from . import budget, budgeted, debug, plans, store
+from . import budget, budgeted, debug, plans
 
 
 def backend() -> str:
@@ -158,13 +158,13 @@ _TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
 _RUNNING = [0]  # nesting of run(): a budget runs chunks through execute
 
 
-def execute(roots: list[Node], small: bool = False, holders: list | None = None) -> list:
+def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -> list:
     """The roots' values. `small`: every value is small (small_roots): run them by NumPy op
-    by op, unoptimized, where optimizing and compiling would cost more. `holders`: the
-    variables (tracer.store.Var) that take the values, one a root (see interpret)."""
+    by op, unoptimized, where optimizing and compiling would cost more (`may_write` and
+    `take`: see interpret)."""
     STATS.evaluations += 1
     if small:
-        return interpret(roots, holders)
+        return interpret(roots, may_write, take)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
         t0 = time.perf_counter()
         key, values, _, _, _, bufs = plans.signature(roots, backend())
@@ -247,14 +247,15 @@ def _graph(graph) -> list[Node]:
     return graph if isinstance(graph, list) else graph()
 
 
-def interpret(roots: list[Node], holders: list | None = None) -> list:
+def interpret(roots: list[Node], may_write=None, take=None) -> list:
     """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
-    optimizing it and compiling its kernels would take milliseconds to seconds. With the
-    `holders` of the values, a slice write may go into a buffer a holder alone holds
-    (store.writable_leaves), and each new array a holder gets is its own to write into."""
+    optimizing it and compiling its kernels would take milliseconds to seconds. `may_write`:
+    whether a slice write may go into an input leaf's buffer (store.writable_leaves); then
+    `take(i, buf)` is called for each root i whose buffer is a new array no other holds."""
     t0 = time.perf_counter()
     STATS.small_graphs += 1
-    may_write = store.writable_leaves(holders) if holders and not CONFIG.check_nans else None
+    if CONFIG.check_nans:  # a NaN raises after the run: the old values must stay
+        may_write = None
     leaves: dict[int, Node] = {}  # id(a leaf's array) -> the leaf
 
     def leaf(n: Node):
@@ -272,9 +273,9 @@ def interpret(roots: list[Node], holders: list | None = None) -> list:
         debug.check_outputs(roots, vals)
     bufs = [Buffer(np.asarray(v)) for v in vals]
     if may_write is not None:
-        for v, buf, mine in zip(holders, bufs, _new_arrays(vals, leaves, may_write)):
+        for i, mine in enumerate(_new_arrays(vals, leaves, may_write)):
             if mine:
-                store.own(buf, v)
+                take(i, bufs[i])
     return bufs
 
 

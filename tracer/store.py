@@ -283,7 +283,11 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = list(map(_node_of, group))
         try:
-            bufs = _engine().execute(nodes, small, group if small else None)
+            if small:  # the interpreter may write into what the group alone holds
+                bufs = _engine().execute(nodes, True, writable_leaves(group),
+                                         lambda i, buf: own(buf, group[i]))
+            else:
+                bufs = _engine().execute(nodes)
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
@@ -316,10 +320,10 @@ def writable_leaves(holders: list[Var]):
     other pending value, nor one whose evaluation failed (kept to raise again), reads it,
     and no other thread records graphs; that the graph itself reads it no more is the
     caller's part (ir.interp.inplace_updates). The caller holds LOCK."""
+    if not _alone():
+        return _never
     ids = {id(v) for v in holders}
     readers: list[set[int] | None] = []  # the other values' leaves, walked on the first ask
-    if not _alone():
-        return lambda leaf: False
 
     def may_write(leaf: Node) -> bool:
         if leaf.op != "input" or leaf.attrs[0][1].owner not in ids:
@@ -330,6 +334,10 @@ def writable_leaves(holders: list[Var]):
                 + [v.node for v in list(_FAILED.keys()) if id(v) not in ids]))
         return readers[0] is not None and id(leaf) not in readers[0]
     return may_write
+
+
+def _never(leaf: Node) -> bool:
+    return False
 
 
 def _alone() -> bool:
