@@ -222,10 +222,14 @@ register(OpDef("matmul", Kind.CONTRACTION, 2, _matmul_shape, _matmul_dtype, ref=
                props=Props(library=True)))
 
 
-def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
-    out = np.array(base, copy=True)
+def set_slice(out, value, slices):
+    """The slice write into array `out` (the interpreter's update in place)."""
     out[tuple(py_slice(*s) for s in slices)] = value
     return out
+
+
+def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
+    return set_slice(np.array(base, copy=True), value, slices)
 
 
 def _setslice_shape(shapes, attrs):
@@ -308,15 +312,19 @@ def scatter_key(ndim: int, idx, v, axes, front):
     return tuple(key), v
 
 
-def _scatter_ref(x, *args, axes, front, mode, inplace=False):
+def scatter_into(out, args, axes, front, mode):
+    """The scatter written into array `out` (the interpreter's update in place)."""
     *idx, v = args
-    key, v = scatter_key(x.ndim, idx, v, axes, front)
-    out = np.array(x, copy=True)
+    key, v = scatter_key(out.ndim, idx, v, axes, front)
     if mode == "set":
         out[key] = v
     else:
         getattr(np, mode).at(out, key, v)
     return out
+
+
+def _scatter_ref(x, *args, axes, front, mode, inplace=False):
+    return scatter_into(np.array(x, copy=True), args, axes, front, mode)
 
 
 register(OpDef("scatter", Kind.SCATTER, -1, _scatter_shape, _same_dtype, ref=_scatter_ref,

@@ -11,6 +11,8 @@ def _env_set(name: str) -> frozenset[str]:
 
 
 SMALL_GRAPH = 4096  # the default of Config.small_graph
+MISS_GRAPH = 1 << 18  # the default of Config.miss_graph: bench/miss_crossover.py measures
+                     # where a plan miss starts to cost less than NumPy op by op
 EAGER_SIZE = 16384  # the default of Config.eager_size: bench/eager_crossover.py measures where
                    # one fused kernel starts to beat NumPy op by op (about 2**14 here)
 
@@ -33,6 +35,12 @@ class Config:
     # NumPy: compiling its kernels would cost more than it could save (0: always compile)
     small_graph: int = field(
         default_factory=lambda: int(os.environ.get("TRACER_SMALL_GRAPH", SMALL_GRAPH) or 0))
+    # on cpu, a graph of a few ops whose plans missed CONFIG.miss_streak times in a row (its
+    # shapes keep changing) runs op by op with NumPy when every value has at most this many
+    # elements: optimizing it again would cost more than fusing saves (0: never)
+    miss_graph: int = field(
+        default_factory=lambda: int(os.environ.get("TRACER_MISS_GRAPH", MISS_GRAPH) or 0))
+    miss_streak: int = 3
     cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
     # adaptive laziness: an op whose inputs are realized host values of at most this many
     # elements each runs at once by NumPy, with NumPy's result (0: record every op)

@@ -31,15 +31,68 @@ def backend() -> str:
 
 def small_roots(roots: list[Node]) -> list[bool]:
     """Per root, whether it runs by NumPy op by op (see execute): on cpu outside a budget,
-    when every value it needs has at most CONFIG.small_graph elements."""
+    when every value it needs has at most CONFIG.small_graph elements; every root, when
+    their graph is a few ops whose plans keep missing (see _missing)."""
     limit = CONFIG.small_graph
     if not limit or budget.active() is not None or backend() != "cpu":
         return [False] * len(roots)
     big: set[int] = set()
-    for n in toposort(roots):
-        if n.size > limit or big and any(id(i) in big for i in n.inputs):
+    order = toposort(roots)
+    most = 0
+    for n in order:
+        size = n.size
+        if size > most:
+            most = size
+        if size > limit or big and any(id(i) in big for i in n.inputs):
             big.add(id(n))
-    return [id(r) not in big for r in roots]
+    small = [id(r) not in big for r in roots]
+    if big and len(order) <= MISS_NODES and most <= CONFIG.miss_graph and \
+            _missing(order, [r for r, s in zip(roots, small) if not s]):
+        return [True] * len(roots)
+    return small
+
+
+# Plans that keep missing: a loop whose shapes change every step (an LU elimination's
+# trailing block) plans anew each evaluation, a millisecond or more; the interpreter runs a
+# few ops at NumPy's speed. Per skeleton (the graph's ops in order, no shapes nor attributes:
+# cheap, and two graphs that share one only share the policy's guess):
+# [plan misses in a row, compiled and not yet known to miss, evaluations interpreted since].
+MISS_NODES = 64  # "a few ops"
+MISS_RETRY = 64  # every this many interpreted evaluations, one is compiled: does it hit now?
+_SKELETONS: dict[tuple, list] = {}
+_ASKED: list = [None]  # (skeleton's state, ids of the roots compiled) of the last compiled
+
+
+def _missing(order: list[Node], big: list[Node]) -> bool:
+    """Whether the graph runs by the interpreter for its plans keep missing: its skeleton
+    missed CONFIG.miss_streak times in a row. Else the compiled evaluation that follows is
+    watched (execute's plan miss, _note_miss)."""
+    skel = tuple([n.op for n in order])
+    st = _SKELETONS.get(skel)
+    if st is None:
+        if len(_SKELETONS) > 4096:
+            _SKELETONS.clear()
+        st = _SKELETONS[skel] = [0, False, 0]
+    if st[1]:  # the last compiled evaluation found its plan
+        st[0] = st[1] = 0
+    if st[0] >= CONFIG.miss_streak:
+        st[2] += 1
+        if st[2] % MISS_RETRY:
+            return True
+    st[1] = True
+    _ASKED[0] = (st, tuple(map(id, big)))
+    return False
+
+
+def _note_miss(roots: list[Node]) -> None:
+    """A compiled evaluation planned anew: one more miss of its skeleton, if small_roots
+    watches it."""
+    asked = _ASKED[0]
+    if asked is not None and asked[1] == tuple(map(id, roots)):
+        st = asked[0]
+        st[0] += 1
+        st[1] = False
+        _ASKED[0] = None
 
 
 # ------------------------------------------------------------------ planning
@@ -105,12 +158,13 @@ _TRACE_AT = [0.0]  # stats().trace_s at the end of the last evaluation
 _RUNNING = [0]  # nesting of run(): a budget runs chunks through execute
 
 
-def execute(roots: list[Node], small: bool = False) -> list:
+def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -> list:
     """The roots' values. `small`: every value is small (small_roots): run them by NumPy op
-    by op, unoptimized, where optimizing and compiling would cost more."""
+    by op, unoptimized, where optimizing and compiling would cost more (`may_write` and
+    `take`: see interpret)."""
     STATS.evaluations += 1
     if small:
-        return interpret(roots)
+        return interpret(roots, may_write, take)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
         t0 = time.perf_counter()
         key, values, _, _, _, bufs = plans.signature(roots, backend())
@@ -131,6 +185,8 @@ def execute(roots: list[Node], small: bool = False) -> list:
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
     t0 = time.perf_counter()
     program, res, bind, split = plan(roots, backend())
+    if res is not None and _ASKED[0] is not None:
+        _note_miss(roots)
     # the optimizer's own time (lowering's codegen is counted apart), or the
     # plan cache lookup
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
@@ -191,17 +247,47 @@ def _graph(graph) -> list[Node]:
     return graph if isinstance(graph, list) else graph()
 
 
-def interpret(roots: list[Node]) -> list:
+def interpret(roots: list[Node], may_write=None, take=None) -> list:
     """Run a small graph op by op with NumPy, unoptimized: a few microseconds an op, where
-    optimizing it and compiling its kernels would take milliseconds to seconds."""
+    optimizing it and compiling its kernels would take milliseconds to seconds. `may_write`:
+    whether a slice write may go into an input leaf's buffer (store.writable_leaves); then
+    `take(i, buf)` is called for each root i whose buffer is a new array no other holds."""
     t0 = time.perf_counter()
     STATS.small_graphs += 1
+    if CONFIG.check_nans:  # a NaN raises after the run: the old values must stay
+        may_write = None
+    leaves: dict[int, Node] = {}  # id(a leaf's array) -> the leaf
+
+    def leaf(n: Node):
+        h = debug.host_value(n)
+        leaves[id(h)] = n
+        return h
     try:
-        vals = run_graph(roots, leaf=debug.host_value)
+        vals = run_graph(roots, leaf=debug.host_value if may_write is None else leaf,
+                         writable=may_write)
     except Exception as e:
         debug.locate_error(roots, e)
         raise
     STATS.run_s += time.perf_counter() - t0
     if CONFIG.check_nans:
         debug.check_outputs(roots, vals)
-    return [Buffer(np.asarray(v)) for v in vals]
+    bufs = [Buffer(np.asarray(v)) for v in vals]
+    if may_write is not None:
+        for i, mine in enumerate(_new_arrays(vals, leaves, may_write)):
+            if mine:
+                take(i, bufs[i])
+    return bufs
+
+
+def _new_arrays(vals: list, leaves: dict, may_write) -> list[bool]:
+    """Per value, whether it is an array the run made (or a writable leaf's, written in
+    place) that nothing else holds: no leaf's, no view of another value, not another's."""
+    held: dict[int, int] = {}
+    for v in vals:
+        h = v
+        while isinstance(h, np.ndarray):
+            held[id(h)] = held.get(id(h), 0) + 1
+            h = h.base
+    return [isinstance(v, np.ndarray) and v.base is None and v.flags.writeable
+            and held[id(v)] == 1 and (id(v) not in leaves or may_write(leaves[id(v)]))
+            for v in vals]

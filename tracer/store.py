@@ -102,6 +102,9 @@ _OWNED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary
 def own(buf, var: Var) -> None:
     """var alone holds buf: it may write into it."""
     buf.owner = id(var)
+    old = _OWNED.get(id(buf.host))
+    if old is not None and old is not buf:  # a leaf written in place: its buffer is buf's now
+        old.owner = None
     _OWNED[id(buf.host)] = buf
 
 
@@ -163,9 +166,16 @@ def _live() -> list[Var]:
     return out
 
 
+# the threads that recorded a graph (thread idents): one may hold a node of it in a local,
+# outside any variable, while another evaluates (store.writable_leaves)
+_RECORDERS: set[int] = set()
+_ident = threading.get_ident
+
+
 def _note_pending(v: Var) -> None:
     """v's value is a graph now. (No lock: one dict store; flush() takes only what it saw.)"""
     global _pending_nodes
+    _RECORDERS.add(_ident())
     _PENDING[id(v)] = _ref(v)
     _pending_nodes += 1
     if _pending_nodes > CONFIG.flush_nodes:
@@ -284,7 +294,11 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = list(map(_node_of, group))
         try:
-            bufs = _engine().execute(nodes, small)
+            if small:  # the interpreter may write into what the group alone holds
+                bufs = _engine().execute(nodes, True, writable_leaves(group),
+                                         lambda i, buf: own(buf, group[i]))
+            else:
+                bufs = _engine().execute(nodes)
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
@@ -295,7 +309,7 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             continue
         for v, n, buf in zip(group, nodes, bufs):
             if buf.owner is not None or _OWNED.data:
-                shared(buf)  # an output may be an input's buffer, or a view of it
+                shared(buf, v)  # an output may be an input's buffer, or a view of it
             if v.node is n:
                 v.node = make_leaf(n.shape, n.dtype, buf)
                 _PENDING.pop(id(v), None)
@@ -303,6 +317,66 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     global _pending_nodes  # what is left pending since the last flush: at most what remains
     _pending_nodes = min(_pending_nodes, len(_PENDING))  # (a warm loop flushed mid-way else)
     return failed
+
+
+# nodes walked, at most, to find whether another pending value reads a leaf (a longer walk
+# costs more than the copy it would save)
+READERS_WALK = 4096
+
+
+def writable_leaves(holders: list[Var]):
+    """A predicate on the leaves of the holders' graph: whether an evaluation that gives the
+    holders their new values may write into the leaf's buffer. It may where a holder alone
+    holds the buffer (Buffer.owner: no other variable, view or result shares it) and no
+    other pending value, nor one whose evaluation failed (kept to raise again), reads it,
+    and no other thread records graphs; that the graph itself reads it no more is the
+    caller's part (ir.interp.inplace_updates). The caller holds LOCK."""
+    if not _alone():
+        return _never
+    ids = {id(v) for v in holders}
+    readers: list[set[int] | None] = []  # the other values' leaves, walked on the first ask
+
+    def may_write(leaf: Node) -> bool:
+        if leaf.op != "input" or leaf.attrs[0][1].owner not in ids:
+            return False
+        if not readers:
+            readers.append(_leaves_read(
+                [v.node for v in _live() if id(v) not in ids]
+                + [v.node for v in list(_FAILED.keys()) if id(v) not in ids]))
+        return readers[0] is not None and id(leaf) not in readers[0]
+    return may_write
+
+
+def _never(leaf: Node) -> bool:
+    return False
+
+
+def _alone() -> bool:
+    """Whether no other live thread has recorded a graph: a node it holds in a local (a value
+    it is about to write, or a read it is about to store) may read any leaf."""
+    me = _ident()
+    if _RECORDERS == {me} or not _RECORDERS:
+        return True
+    _RECORDERS.intersection_update({t.ident for t in threading.enumerate()})
+    return _RECORDERS <= {me}
+
+
+def _leaves_read(roots: list[Node]) -> set[int] | None:
+    """ids of the input leaves the roots' graphs read; None past READERS_WALK nodes."""
+    seen: set[int] = set()
+    leaves: set[int] = set()
+    stack = [r for r in roots if r.op != "const"]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if len(seen) > READERS_WALK:
+            return None
+        if n.op == "input":
+            leaves.add(id(n))
+        stack.extend(n.inputs)
+    return leaves
 
 
 def _depends_on(roots: list[Node], bad: Node | None) -> list[bool]:
