@@ -331,7 +331,7 @@ def writable_leaves(holders: list[Var]):
     other pending value, nor one whose evaluation failed (kept to raise again), reads it,
     and no other thread records graphs; that the graph itself reads it no more is the
     caller's part (ir.interp.inplace_updates). The caller holds LOCK."""
-    if not _alone():
+    if not _no_other_recorder():
         return _never
     ids = {id(v) for v in holders}
     readers: list[set[int] | None] = []  # the other values' leaves, walked on the first ask
@@ -351,7 +351,7 @@ def _never(leaf: Node) -> bool:
     return False
 
 
-def _alone() -> bool:
+def _no_other_recorder() -> bool:
     """Whether no other live thread has recorded a graph: a node it holds in a local (a value
     it is about to write, or a read it is about to store) may read any leaf."""
     me = _ident()

@@ -10,6 +10,8 @@ import tracer
 import tracer.numpy as tnp
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # which recorded graphs the interpreter runs
+
 
 @pytest.fixture(autouse=True)
 def policy():

@@ -12,6 +12,8 @@ from tracer import plans
 from tracer.ir import toposort
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # plan-cache hits and kernels of recorded loops
+
 
 @pytest.fixture(autouse=True)
 def fresh_plans():

@@ -9,6 +9,8 @@ import pytest
 import tracer.numpy as tnp
 from tracer.ir.config import context
 
+pytestmark = pytest.mark.lazy  # the interpreter's writes into recorded graphs' leaves
+
 
 @pytest.fixture(autouse=True)
 def interpreted():
