@@ -173,8 +173,10 @@ class Gen:
         return self.rng.random() < p
 
     def live(self):
-        values = (numpy.ndarray, numpy.generic)
-        return [k for k in self.groups if isinstance(self.ns.get(k), values)]
+        values = (numpy.ndarray, numpy.generic)  # not object arrays: np.array(2**64) is one,
+        # and NumPy's power of two of them works on Python ints for ever (seed 11000551)
+        return [k for k in self.groups if isinstance(v := self.ns.get(k), values) and
+                v.dtype.kind != "O"]
 
     def arrays(self):
         return [k for k in self.live() if isinstance(self.ns[k], numpy.ndarray)]
