@@ -16,7 +16,7 @@ import numpy as np
 from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
-from .array import ndarray
+from .array import ndarray, stands_for_scalar
 from .eager import _NUMBERS, NO, _argument, _new, _realized, call, host, operand
 from .store import _PENDING, LOCK, Var, any_pending, flush, own
 from .view import KeyView
@@ -171,13 +171,29 @@ def set_element(a: ndarray, key, value) -> bool:
             return False
     v = _argument(value, seen)
     if v is NO:
-        return False
+        v = _pending_small(value, a)
+        if v is None:
+            return False
     with LOCK:
         h = _owned(a)
         if h is None:
             return False
         h[key] = v
     return True
+
+
+def _pending_small(value, a: ndarray) -> np.ndarray | None:
+    """A small pending value written into a small realized array (`out[k] = x[m].sum()` in a
+    loop) is evaluated now, so `a` stays realized: recorded, each write would keep the graph
+    behind its value alive and `a`'s chain would grow by one write per iteration, all of it
+    evaluated (and planned anew) at the first read."""
+    if type(value) is not ndarray or value.size > CONFIG.eager_size or host(a) is None or \
+            a.size > CONFIG.eager_size:
+        return None
+    h = _realized(value)
+    # a 0-d value standing for NumPy's scalar (a.sum()) writes as that scalar: NumPy checks a
+    # scalar's value (OverflowError) where a 0-d array casts
+    return h[()] if h is not None and stands_for_scalar(value) else h
 
 
 def update(uf, a: ndarray, other) -> bool:
