@@ -188,24 +188,35 @@ def purge_disk_cache(module: str, name: str) -> bool:
 
 
 def import_module(name: str, path: str, inject: dict | None = None):
-    """Import a generated module; `inject` binds names (e.g. the CUDA jit decorators) first."""
+    """Import a generated module; `inject` binds names (e.g. the CUDA jit decorators) first.
+    Another thread sees the module only once it has finished executing (it is in
+    sys.modules during its execution, as Numba's cache pickles need: `_DONE` tells)."""
     modname = f"tracer_gen.{name}"
     mod = sys.modules.get(modname)
-    if mod is not None and getattr(mod, "__file__", None) == path:
+    if mod is not None and _DONE.get(modname) == path:
         return mod
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__dict__.update(inject or {})
-    sys.modules[modname] = mod  # before exec: Numba's cache pickles refer to it
-    try:
-        if path in _SOURCES:
-            exec(compile(_SOURCES[path], path, "exec"), mod.__dict__)
-        else:
-            spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[modname]  # a later import tries again
-        raise
+    with _IMPORTING:
+        mod = sys.modules.get(modname)
+        if mod is not None and _DONE.get(modname) == path:
+            return mod
+        spec = importlib.util.spec_from_file_location(modname, path)
+        mod = importlib.util.module_from_spec(spec)
+        mod.__dict__.update(inject or {})
+        sys.modules[modname] = mod  # before exec: Numba's cache pickles refer to it
+        try:
+            if path in _SOURCES:
+                exec(compile(_SOURCES[path], path, "exec"), mod.__dict__)
+            else:
+                spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[modname]  # a later import tries again
+            raise
+        _DONE[modname] = path
     return mod
+
+
+_IMPORTING = threading.RLock()  # (reentrant: a module's execution may import another)
+_DONE: dict[str, str] = {}  # generated modules fully executed: name -> path
 
 
 def _request_key(be: Backend, body: Node, kind: str, flat: bool, parallel: bool) -> tuple:
@@ -252,6 +263,7 @@ def _indexed_module(name: str, gen) -> str | None:
         damaged(f"{module_path(mod)} does not match its hash")
         _remove(module_path(mod))
         sys.modules.pop(f"tracer_gen.{mod}", None)
+        _DONE.pop(f"tracer_gen.{mod}", None)
     return mod if intact else None
 
 
