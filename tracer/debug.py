@@ -264,9 +264,15 @@ def replay(roots: list[Node], stop) -> tuple[Node, list[Node]] | None:
     return None
 
 
+def mark_located(exc: BaseException, n: Node) -> None:
+    """exc was raised by op n (found without a replay: a device kernel flagged it)."""
+    exc.tracer_op = weakref.ref(n)
+
+
 def locate_error(roots: list[Node], exc: BaseException) -> None:
     """Raise `exc` again from the user's line of the op that raised it, if a replay finds it."""
-    if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
+    if not isinstance(exc, Exception) or isinstance(exc, MemoryError) or \
+            getattr(exc, "tracer_op", None) is not None:  # located already (mark_located)
         return
     try:
         found = replay(roots, type(exc))

@@ -48,6 +48,7 @@ import numpy as np
 from tracer.ir.node import Buffer, Node
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import eval_node
+from tracer.ir.stats import STATS
 from ..base import Backend, Gen, record_launch
 from ..compiler import import_module, write_module
 from ..emit import type_aliases
@@ -55,9 +56,10 @@ from ..planning import acc_dtype, find_reduce, is_arg, row_plan
 from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
 from .index import device_gather, device_scatter, gen_index
-from .memory import DevicePool, cstrides
+from .memory import DevicePool, Staging, cstrides
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
+FLAG_SLOTS = 256  # device error records between two host waits (index kernels: one a launch)
 _LIB: dict[str, object] = {}  # library kernels by name (kind, argument and mode)
 
 
@@ -129,6 +131,11 @@ class CudaBackend(Backend):
         self._seen: set = set()  # simulator launches already counted as compiles
         self._sms = 0
         self.pool = DevicePool(self._api)
+        self._staging = Staging(self._api, self._waited)
+        self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
+        # per flag slot handed out since the last wait: (node, its index axes' sizes)
+        self._checks: list[tuple[Node, list]] = []
+        self._consts: dict[tuple, object] = {}
 
     # ---- codegen and loading
     def _mode(self) -> str:
@@ -185,13 +192,43 @@ class CudaBackend(Backend):
         """The executor is done with this intermediate: its memory may be handed out again."""
         self.pool.release(arr)
 
+    def _mode_state(self) -> tuple:
+        st = self._per_mode.get(self._mode())
+        if st is None:
+            api = self._api()
+            stream = api.stream()
+            flags = api.device_array(3 * FLAG_SLOTS, np.int64)
+            flags.copy_to_device(np.zeros(3 * FLAG_SLOTS, np.int64), stream=stream)
+            st = self._per_mode[self._mode()] = (stream, flags,
+                                                 api.pinned_array(3 * FLAG_SLOTS, np.int64))
+        return st
+
+    def constant(self, value: np.generic):
+        """A 1-element device array holding `value`, uploaded once (a fill's source)."""
+        key = (self._mode(), value.dtype.str, value.tobytes())
+        c = self._consts.get(key)
+        if c is None:
+            c = self._consts[key] = self.from_host(np.full(1, value))
+        return c
+
+    def stream(self):
+        """The backend's stream: every launch and copy is enqueued on it, in program order."""
+        return self._mode_state()[0]
+
     def from_host(self, a: np.ndarray):
         a = np.asarray(a)  # (np.ascontiguousarray would turn a 0-d array into shape (1,))
         # NumPy calls an empty array, or one reversed along a length-1 axis, C-contiguous, but
         # numba-cuda cannot copy a negative stride back, and slices it to size 0
         if not a.flags.c_contiguous or any(s < 0 for s in a.strides):
             a = a.copy(order="C")
-        return self._api().to_device(a)
+        api = self._api()
+        if a.nbytes == 0:
+            return api.device_array(a.shape, a.dtype)
+        block = api.device_array(a.nbytes, np.uint8)
+        self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
+        STATS.h2d_copies += 1
+        STATS.h2d_bytes += a.nbytes
+        return block.view(a.dtype).reshape(a.shape)
 
     def from_buffer(self, buf: Buffer):
         """The device value of a leaf: a host array is copied once; the device copy replaces
@@ -203,9 +240,67 @@ class CudaBackend(Backend):
         return buf.value
 
     def to_host(self, x) -> np.ndarray:
+        """x's values: the host waits for the work queued before (and raises a device error
+        it flagged)."""
         if isinstance(x, (np.ndarray, np.generic)):
             return np.asarray(x)
-        return x.copy_to_host()
+        return self.to_hosts([x])[0]
+
+    def to_hosts(self, xs: list) -> list:
+        """The host values of several arguments (device arrays copied back, with one wait;
+        others as they are)."""
+        out, copied = [], False
+        for x in xs:
+            if not _is_device(x):
+                out.append(x)
+                continue
+            out.append(x.copy_to_host(stream=self.stream()))
+            STATS.d2h_copies += 1
+            STATS.d2h_bytes += x.size * x.dtype.itemsize
+            copied = True
+        if copied:
+            self.sync()
+        return out
+
+    # ---- waiting, and the errors kernels flag on the device
+    def _waited(self) -> None:
+        STATS.host_waits += 1
+
+    def flag_slot(self, n: Node, sizes: list):
+        """A zeroed 3-int64 error record for one index launch of node `n` (`sizes`: the
+        lengths of its indexed axes): the kernel writes (1, bad index, index array) into it
+        and the next wait raises NumPy's IndexError for the first launch that wrote one."""
+        if len(self._checks) == FLAG_SLOTS:
+            self.sync()
+        k = len(self._checks)
+        self._checks.append((n, sizes))
+        return self._mode_state()[1][3 * k:3 * k + 3]
+
+    def sync(self) -> None:
+        """Wait for every launch and copy queued on the stream; raise the first error a
+        kernel flagged since the last wait, at the user's line of its op."""
+        stream, flags, host = self._mode_state()
+        checks, self._checks = self._checks, []
+        used = 3 * len(checks)
+        if used:
+            flags[:used].copy_to_host(host[:used], stream=stream)
+            STATS.d2h_copies += 1
+            STATS.d2h_bytes += used * 8
+        stream.synchronize()
+        self._waited()
+        self._staging.idle()
+        for k, (n, sizes) in enumerate(checks):
+            if host[3 * k]:
+                flags[:used].copy_to_device(np.zeros(used, np.int64), stream=stream)
+                j = int(host[3 * k + 2])
+                _raise_at_op(n, IndexError(
+                    f"index {int(host[3 * k + 1])} is out of bounds for axis "
+                    f"{n.attr('axes')[j]} with size {sizes[j]}"))
+
+    def lib_launch(self, fn, grid, block, *args) -> None:
+        """Enqueue a library kernel (copy, matmul, index) on the stream."""
+        fn[grid, block, self.stream()](*args)
+        STATS.kernels_launched += 1
 
     def _dev(self, x):
         return x if _is_device(x) else self.from_host(np.asarray(x))
@@ -272,20 +367,21 @@ class CudaBackend(Backend):
             _sim_math(fn, fin)
         t0 = time.perf_counter()
         tpb = _tpb()
+        stream = self.stream()
         if kernel.kind == "loop":
             sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
             total = _math.prod(sizes)
             if total:
-                fn[self._blocks(total, tpb), tpb](*targets, *params, *consts, *sizes)
+                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts, *sizes)
         elif kernel.kind == "horizontal":
             total = max(_math.prod(o.shape) for o in outs)
             if total:
-                fn[self._blocks(total, tpb), tpb](*targets, *params, *consts)
+                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts)
         elif kernel.kind == "row":
             plan = row_plan(body)
             nrow = _math.prod(plan.shape[:plan.nkept])
             if nrow:
-                fn[self._blocks(nrow, 1), tpb](*targets, *params, *consts, *plan.shape)
+                fn[self._blocks(nrow, 1), tpb, stream](*targets, *params, *consts, *plan.shape)
         else:
             red = find_reduce(body)
             m = red.inputs[0].shape
@@ -296,12 +392,12 @@ class CudaBackend(Backend):
                 G = self.reduce_split(nout, nred)
                 pv = self.empty((nout, G), acc_dtype(red))
                 pi = self.empty((nout, G) if is_arg(red) else (1, 1), np.int64)
-                fn[self._blocks(nout * G, 1), tpb](target, *params, *consts, pv, pi, *m, G)
-                fin[self._blocks(nout, 1), tpb](target, *params, *consts, pv, pi, *m, G)
+                fn[self._blocks(nout * G, 1), tpb, stream](target, *params, *consts, pv, pi,
+                                                           *m, G)
+                fin[self._blocks(nout, 1), tpb, stream](target, *params, *consts, pv, pi, *m, G)
+                STATS.kernels_launched += 1  # the second pass (record_launch counts the first)
                 self.release(pv)  # stream order: a later kernel reusing them runs after fin
                 self.release(pi)
-        if not CONFIG.cuda_sim:
-            self._cuda.synchronize()
         new = compiled()
         record_launch(time.perf_counter() - t0, new, recompile=new and before > 0)
 
@@ -321,10 +417,7 @@ class CudaBackend(Backend):
             out = device_gather(self, n, dev) if n.op == "gather" else \
                 device_scatter(self, n, dev, inplace)
         if out is None:
-            host = [self.to_host(a) if _is_device(a) else a for a in args]
-            out = self.from_host(eval_node(n, host))
-        if not CONFIG.cuda_sim:
-            self._cuda.synchronize()
+            out = self.from_host(eval_node(n, self.to_hosts(args)))
         return out
 
     def _copy(self, out, x, oo: int, xo: int, shape, ostr, xstr) -> None:
@@ -336,10 +429,18 @@ class CudaBackend(Backend):
         if not shape:
             shape, ostr, xstr = (1,), (0,), (0,)
         fn = self.library_kernel("copy", len(shape))
-        fn[self._blocks(work, _tpb()), _tpb()](self.flatten(out), self.flatten(x), oo, xo,
-                                               *shape, *ostr, *xstr)
+        self.lib_launch(fn, self._blocks(work, _tpb()), _tpb(), self.flatten(out),
+                        self.flatten(x), oo, xo, *shape, *ostr, *xstr)
 
     def _view_copy(self, shape, dtype, x, xo: int, xstr) -> object:
+        """x's elements at offset xo, strides xstr as a contiguous array of `shape`: a device
+        view of x where they already lie in C order (a row, a run of rows along axis 0,
+        length-1 axes moved), else a strided copy."""
+        shape = tuple(shape)
+        size = _math.prod(shape)
+        if all(d <= 1 or st == c for d, st, c in zip(shape, xstr, cstrides(shape))) and \
+                x.dtype == dtype:
+            return self.flatten(x)[xo:xo + size].reshape(shape)
         out = self.empty(shape, dtype)
         self._copy(out, x, 0, xo, shape, cstrides(shape), xstr)
         return out
@@ -431,8 +532,19 @@ class CudaBackend(Backend):
         else:
             gz = min(B, 65535)
             grid = (max(1, min(tiles, self._blocks(1 << 40, 1) // gz)), 1, gz)
-        fn[grid, (TILE, TILE)](out.reshape((B, M, N)), a3, b3, sa | 2 * ta, sb | 2 * tb, M, N, K)
+        self.lib_launch(fn, grid, (TILE, TILE), out.reshape((B, M, N)), a3, b3, sa | 2 * ta,
+                        sb | 2 * tb, M, N, K)
         return out
+
+
+def _raise_at_op(n: Node, exc: Exception):
+    """Raise an error a kernel flagged from the user's line of the op that caused it."""
+    from tracer.debug import mark_located, node_site, raise_at  # tracer's layer: lazily
+    mark_located(exc, n)
+    site = node_site(n)
+    if site is not None:
+        raise_at(exc, site, n.op)
+    raise exc
 
 
 def _fin_of(kernel):
