@@ -333,9 +333,26 @@ def check_outputs(roots: list[Node], values: list) -> None:
         _raise_made(n, kinds[0], site_of(n, order))
 
 
-def raise_at(exc: BaseException, site: Site, op: str):
+def raise_device_error(exc: Exception, n: Node, graph, raw: tuple):
+    """Raise an error a kernel flagged on the device for op `n` (a program's node, which
+    has no call site), found at a later wait: at the user's line of the op a NumPy replay of
+    the evaluation's `graph` (its roots, or a function that builds them; None: not known)
+    finds raising it, else at the line that evaluated it (`raw`: its raw site)."""
+    mark_located(exc, n)
+    if graph is not None:
+        roots = graph if isinstance(graph, list) else graph()
+        found = replay(roots, type(exc))
+        site = site_of(*found) if found is not None else None
+        if site is not None:
+            raise_at(exc, site, n.op)
+    site = site_from_raw(raw)
+    raise_at(exc, site, n.op, f"tracer: raised by `{n.op}` (flagged on the device) in the "
+                              f"evaluation at {site}")
+
+
+def raise_at(exc: BaseException, site: Site, op: str, note: str | None = None):
     """Raise exc from a frame at the user's line, so the traceback ends there."""
-    exc.add_note(f"tracer: raised by `{op}`, recorded at {site} ({site.func})")
+    exc.add_note(note or f"tracer: raised by `{op}`, recorded at {site} ({site.func})")
     code = compile("\n" * (site.line - 1) + "raise __tracer_error__", site.file, "exec")
     code = code.replace(co_name=f"<tracer: {op} recorded here>")
     if CONFIG.debug < 1:

@@ -133,8 +133,10 @@ class CudaBackend(Backend):
         self.pool = DevicePool(self._api)
         self._staging = Staging(self._api, self._waited)
         self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
-        # per flag slot handed out since the last wait: (node, its index axes' sizes)
-        self._checks: list[tuple[Node, list]] = []
+        # per flag slot handed out since the last wait: (node, its index axes' sizes, the
+        # evaluation's graph, the raw site of the user's line that evaluated it)
+        self._checks: list[tuple] = []
+        self.run_graph = None  # the graph of the evaluation running (executor.run's `graph`)
         self._consts: dict[tuple, object] = {}
 
     # ---- codegen and loading
@@ -270,10 +272,13 @@ class CudaBackend(Backend):
         """A zeroed 3-int64 error record for one index launch of node `n` (`sizes`: the
         lengths of its indexed axes): the kernel writes (1, bad index, index array) into it
         and the next wait raises NumPy's IndexError for the first launch that wrote one."""
+        from tracer.debug import user_frame  # tracer's layer: lazily
         if len(self._checks) == FLAG_SLOTS:
             self.sync()
         k = len(self._checks)
-        self._checks.append((n, sizes))
+        f = user_frame()
+        self._checks.append((n, sizes, self.run_graph,
+                             (f.f_code, f.f_lasti, "evaluation", f.f_globals.get("__name__"))))
         return self._mode_state()[1][3 * k:3 * k + 3]
 
     def sync(self) -> None:
@@ -289,13 +294,14 @@ class CudaBackend(Backend):
         stream.synchronize()
         self._waited()
         self._staging.idle()
-        for k, (n, sizes) in enumerate(checks):
+        for k, (n, sizes, graph, raw) in enumerate(checks):
             if host[3 * k]:
                 flags[:used].copy_to_device(np.zeros(used, np.int64), stream=stream)
                 j = int(host[3 * k + 2])
-                _raise_at_op(n, IndexError(
+                from tracer.debug import raise_device_error  # tracer's layer: lazily
+                raise_device_error(IndexError(
                     f"index {int(host[3 * k + 1])} is out of bounds for axis "
-                    f"{n.attr('axes')[j]} with size {sizes[j]}"))
+                    f"{n.attr('axes')[j]} with size {sizes[j]}"), n, graph, raw)
 
     def lib_launch(self, fn, grid, block, *args) -> None:
         """Enqueue a library kernel (copy, matmul, index) on the stream."""
@@ -535,16 +541,6 @@ class CudaBackend(Backend):
         self.lib_launch(fn, grid, (TILE, TILE), out.reshape((B, M, N)), a3, b3, sa | 2 * ta,
                         sb | 2 * tb, M, N, K)
         return out
-
-
-def _raise_at_op(n: Node, exc: Exception):
-    """Raise an error a kernel flagged from the user's line of the op that caused it."""
-    from tracer.debug import mark_located, node_site, raise_at  # tracer's layer: lazily
-    mark_located(exc, n)
-    site = node_site(n)
-    if site is not None:
-        raise_at(exc, site, n.op)
-    raise exc
 
 
 def _fin_of(kernel):
