@@ -3,6 +3,7 @@ generated parts (`Gen`), launch accounting, constant fills."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,19 @@ class Gen:
     kernel: str
     consts: list[Node]
     meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class ErrorHooks:
+    """How a device backend reports an error its kernels flagged, found at a later wait: the
+    frontend's functions (tracer.debug sets them as it loads; this floor imports nothing
+    above it). `user_site()`: the raw site of the user's line running tracer now;
+    `raise_error(exc, node, graph, raw site)`: raise exc at the user's line."""
+    user_site: Callable[[], tuple] | None = None
+    raise_error: Callable[..., None] | None = None
+
+
+ERROR_HOOKS = ErrorHooks()
 
 
 def const_value(c: Node):

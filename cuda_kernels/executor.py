@@ -175,13 +175,14 @@ def _steps(program: Program) -> list[tuple]:
     """Per position of program.order: (what, id(node), node, input ids, a, b, dead), where
     `dead` lists the values no later position reads; a and b: the constant's value, a fill's
     value, a fusion's (kernel, (constants, reuse, output types)), an output's index, a node's
-    whether it updates in place."""
+    whether it updates in place; an input's `b`: whether it is read on the host only."""
+    starts_only = _starts_only(program.order)
     steps = []
     for n, dead in zip(program.order, program.dead_after):
         nid = id(n)
         ins = tuple([id(i) for i in n.inputs])
         if n.op == "input":
-            step = (_INPUT, nid, n, ins, n.attr("buf"), None, dead)
+            step = (_INPUT, nid, n, ins, n.attr("buf"), nid in starts_only, dead)
         elif n.op == "const":
             step = (_CONST, nid, n, ins, const_value(n), None, dead)
         elif nid in program.fills:
@@ -198,6 +199,18 @@ def _steps(program: Program) -> list[tuple]:
                     dead)
         steps.append(step)
     return steps
+
+
+def _starts_only(order: list[Node]) -> set[int]:
+    """The leaves read only as a dynamic slice's starts (a cached plan's lifted slice
+    parameters): a device backend reads them on the host, so they are neither uploaded nor
+    waited for."""
+    use: dict[int, bool] = {}
+    for n in order:
+        for k, i in enumerate(n.inputs):
+            if i.op == "input":
+                use[id(i)] = use.get(id(i), True) and n.op == "dynamic_slice" and k == 1
+    return {i for i, only in use.items() if only}
 
 
 _NO_BIND: dict = {}
@@ -343,7 +356,9 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
                         cold.discard(id(a))
                         bar.step()
             elif what == _INPUT:
-                vals[nid] = be.from_buffer(bind.get(nid) or a)
+                buf = bind.get(nid) or a
+                v = buf.value
+                vals[nid] = v if b and isinstance(v, np.ndarray) else be.from_buffer(buf)
             elif what == _CONST:
                 vals[nid] = a
             elif what == _FILL:
@@ -379,6 +394,7 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
                            for k in program.kernels)
     be.start_deferred()
     if before is not None:
+        be.guard([vals[id(r)] for r in program.roots])
         program.last_run = {c: getattr(STATS, c) - b for c, b in zip(DEVICE_COUNTERS, before)}
         if CONFIG.debug >= 1:
             print(f"[tracer] device run: {format_counters(program.last_run)}", file=sys.stderr)

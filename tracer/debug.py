@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
+from tracer.cuda_kernels.base import ERROR_HOOKS
 from tracer.ir import node as node_module
 from tracer.ir.node import Node, make, set_site, toposort, users
 from tracer.ir.config import CONFIG
@@ -333,7 +334,13 @@ def check_outputs(roots: list[Node], values: list) -> None:
         _raise_made(n, kinds[0], site_of(n, order))
 
 
-def raise_device_error(exc: Exception, n: Node, graph, raw: tuple):
+def evaluation_site() -> tuple:
+    """The raw site of the user's line running tracer now (an evaluation)."""
+    f = user_frame()
+    return (f.f_code, f.f_lasti, "evaluation", f.f_globals.get("__name__"))
+
+
+def raise_device_error(exc: Exception, n: Node, graph, raw: tuple | None):
     """Raise an error a kernel flagged on the device for op `n` (a program's node, which
     has no call site), found at a later wait: at the user's line of the op a NumPy replay of
     the evaluation's `graph` (its roots, or a function that builds them; None: not known)
@@ -345,9 +352,14 @@ def raise_device_error(exc: Exception, n: Node, graph, raw: tuple):
         site = site_of(*found) if found is not None else None
         if site is not None:
             raise_at(exc, site, n.op)
+    if raw is None:
+        raise exc
     site = site_from_raw(raw)
     raise_at(exc, site, n.op, f"tracer: raised by `{n.op}` (flagged on the device) in the "
                               f"evaluation at {site}")
+
+
+ERROR_HOOKS.user_site, ERROR_HOOKS.raise_error = evaluation_site, raise_device_error
 
 
 def raise_at(exc: BaseException, site: Site, op: str, note: str | None = None):

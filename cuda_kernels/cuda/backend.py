@@ -21,10 +21,22 @@ Kernels
   ...). Grids are tiny under the simulator (1-2 blocks of 32 threads). Simulated kernels see
   a `math` whose domain errors and overflows give NaN/inf as on the device (`_SimMath`).
 
+Streams and waits
+- Every launch, copy and error record goes on one non-default stream per mode (`stream()`), in
+  program order; nothing synchronizes after a launch. The host waits (`sync`, counted in
+  `stats().host_waits`) only where it reads values: `to_host` (results, `float()`, printing,
+  the interpreter fallbacks' arguments, a dynamic slice's starts), or where the error records
+  or the pinned staging buffers run out. Pool memory is reused in stream order.
+- Uploads go through pinned staging buffers (memory.Staging), asynchronously.
+- Index kernels flag an out-of-bounds index in their slot of a device error buffer; `sync`
+  reads the slots used since the last wait and raises the first flagged error at the user's
+  line (tracer.debug.raise_device_error).
+
 What runs where (`run_node`)
 - On the device, no host copy:
-  * reshape of a contiguous array: a device view (no copy);
-  * slice, transpose, broadcast_to: one strided-copy kernel into a new contiguous array;
+  * reshape of a contiguous array, and a slice, transpose or broadcast whose elements already
+    lie in C order (a row, rows along axis 0): a device view (no allocation, no launch);
+  * other slices, transposes, broadcast_to: one strided-copy kernel into a new array;
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
     the slice;
@@ -42,6 +54,7 @@ from __future__ import annotations
 import math as _math
 import sys
 import time
+import weakref
 
 import numpy as np
 
@@ -49,7 +62,7 @@ from tracer.ir.node import Buffer, Node
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import eval_node
 from tracer.ir.stats import STATS
-from ..base import Backend, Gen, record_launch
+from ..base import ERROR_HOOKS, Backend, Gen, record_launch
 from ..compiler import import_module, write_module
 from ..emit import type_aliases
 from ..planning import acc_dtype, find_reduce, is_arg, row_plan
@@ -137,6 +150,9 @@ class CudaBackend(Backend):
         # evaluation's graph, the raw site of the user's line that evaluated it)
         self._checks: list[tuple] = []
         self.run_graph = None  # the graph of the evaluation running (executor.run's `graph`)
+        self._unguarded: list[int] = []  # flag slots of the run going on (see guard)
+        self._guards: list[tuple] = []  # (flag slots, weak refs to the results they guard)
+        self._poisoned: dict[int, tuple] = {}  # id(array) -> (weak ref, error): failed values
         self._consts: dict[tuple, object] = {}
 
     # ---- codegen and loading
@@ -234,7 +250,10 @@ class CudaBackend(Backend):
 
     def from_buffer(self, buf: Buffer):
         """The device value of a leaf: a host array is copied once; the device copy replaces
-        buf.value and the host array stays in buf.host."""
+        buf.value and the host array stays in buf.host. A value whose evaluation a device
+        error failed raises that error again."""
+        if self._poisoned:
+            self._check_poison(buf.value)
         if isinstance(buf.value, (np.ndarray, np.generic)):
             host = np.asarray(buf.value)
             buf.value = self.from_host(host)
@@ -256,6 +275,8 @@ class CudaBackend(Backend):
             if not _is_device(x):
                 out.append(x)
                 continue
+            if self._poisoned:
+                self._check_poison(x)
             out.append(x.copy_to_host(stream=self.stream()))
             STATS.d2h_copies += 1
             STATS.d2h_bytes += x.size * x.dtype.itemsize
@@ -272,20 +293,42 @@ class CudaBackend(Backend):
         """A zeroed 3-int64 error record for one index launch of node `n` (`sizes`: the
         lengths of its indexed axes): the kernel writes (1, bad index, index array) into it
         and the next wait raises NumPy's IndexError for the first launch that wrote one."""
-        from tracer.debug import user_frame  # tracer's layer: lazily
         if len(self._checks) == FLAG_SLOTS:
             self.sync()
         k = len(self._checks)
-        f = user_frame()
+        self._unguarded.append(k)
         self._checks.append((n, sizes, self.run_graph,
-                             (f.f_code, f.f_lasti, "evaluation", f.f_globals.get("__name__"))))
+                             ERROR_HOOKS.user_site() if ERROR_HOOKS.user_site else None))
         return self._mode_state()[1][3 * k:3 * k + 3]
+
+    def guard(self, results: list) -> None:
+        """A run is over with these results: an error its kernels flagged (found at a later
+        wait) fails them too, so reading them raises it again instead of giving garbage."""
+        if self._unguarded:
+            self._guards.append((self._unguarded, [weakref.ref(r) for r in results
+                                                   if _is_device(r)]))
+            self._unguarded = []
+
+    def _check_poison(self, x) -> None:
+        entry = self._poisoned.get(id(x))
+        if entry is None:
+            return
+        if entry[0]() is not x:  # a new array at a dead one's address
+            del self._poisoned[id(x)]
+            return
+        exc = entry[1]
+        again = type(exc)(*exc.args)
+        for note in getattr(exc, "__notes__", ()):
+            again.add_note(note)
+        raise again
 
     def sync(self) -> None:
         """Wait for every launch and copy queued on the stream; raise the first error a
         kernel flagged since the last wait, at the user's line of its op."""
         stream, flags, host = self._mode_state()
         checks, self._checks = self._checks, []
+        guards, self._guards = self._guards, []
+        self._unguarded = []  # (read now: the slots are numbered anew)
         used = 3 * len(checks)
         if used:
             flags[:used].copy_to_host(host[:used], stream=stream)
@@ -298,10 +341,18 @@ class CudaBackend(Backend):
             if host[3 * k]:
                 flags[:used].copy_to_device(np.zeros(used, np.int64), stream=stream)
                 j = int(host[3 * k + 2])
-                from tracer.debug import raise_device_error  # tracer's layer: lazily
-                raise_device_error(IndexError(
-                    f"index {int(host[3 * k + 1])} is out of bounds for axis "
-                    f"{n.attr('axes')[j]} with size {sizes[j]}"), n, graph, raw)
+                exc = IndexError(f"index {int(host[3 * k + 1])} is out of bounds for axis "
+                                 f"{n.attr('axes')[j]} with size {sizes[j]}")
+                try:
+                    if ERROR_HOOKS.raise_error is not None:
+                        ERROR_HOOKS.raise_error(exc, n, graph, raw)
+                    raise exc
+                finally:  # the failed runs' results (of this slot or later) fail too
+                    for slots, refs in guards:
+                        if slots[-1] >= k:
+                            for r in refs:
+                                if r() is not None:
+                                    self._poisoned[id(r())] = (r, exc)
 
     def lib_launch(self, fn, grid, block, *args) -> None:
         """Enqueue a library kernel (copy, matmul, index) on the stream."""
@@ -415,7 +466,9 @@ class CudaBackend(Backend):
         if n.op in ("reshape", "slice", "dynamic_slice", "transpose", "broadcast_to",
                     "concatenate", "setslice", "matmul") and \
                 _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
-            dev = [self._dev(a) for a in args]
+            # (a dynamic slice's starts stay where they are: read on the host)
+            dev = [self._dev(a) if k == 0 or n.op != "dynamic_slice" else a
+                   for k, a in enumerate(args)]
             out = self._setslice(n, dev, inplace) if n.op == "setslice" else \
                 getattr(self, "_" + n.op)(n, dev)
         if n.op in ("gather", "scatter") and _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
@@ -465,7 +518,7 @@ class CudaBackend(Backend):
     def _dynamic_slice(self, n: Node, args):
         x = self.contiguous(args[0])
         xs = cstrides(x.shape)
-        starts = self.to_host(args[1])  # ndim integers: the one wait
+        starts = self.to_host(args[1])  # ndim integers: a wait where they are on the device
         return self._view_copy(n.shape, n.dtype, x, sum(int(s) * st for s, st in zip(starts, xs)),
                                [s * st for s, st in zip(n.attr("steps"), xs)])
 

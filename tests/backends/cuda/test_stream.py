@@ -103,6 +103,20 @@ def test_row_writes_into_a_device_buffer_copy_no_buffer():
     assert plan.bytes_copied == 0
 
 
+def test_lifted_slice_starts_are_read_on_the_host():
+    """A loop over row windows: the plan lifts the slices' starts into parameters (host
+    int64 arrays), read on the host, neither uploaded nor waited for; the windows are device
+    views of the source rows."""
+    h = numpy.random.default_rng(0).standard_normal((8, 4)).astype(numpy.float32)
+    src = tracer.evaluate(np.asarray(h) * 1)
+    for i in range(5):
+        with Delta() as run:
+            y = tracer.evaluate(src[i:i + 2] * 2 + src[i + 1:i + 3])
+        if i:  # the first call plans with its slices as they are
+            assert (run.kernels_launched, run.host_waits, run.h2d_copies) == (1, 0, 0)
+        numpy.testing.assert_array_equal(numpy.asarray(y), h[i:i + 2] * 2 + h[i + 1:i + 3])
+
+
 def test_host_arrays_go_up_through_pinned_staging_once():
     h = numpy.arange(30, dtype=numpy.float64).reshape(5, 6)
     a = np.asarray(h)
@@ -144,6 +158,11 @@ def test_index_error_is_raised_at_the_next_wait_at_the_users_line():
     # located by a NumPy replay of the evaluation's graph: the gather's line, not the read's
     assert any(f"test_stream.py:{line}" in note for note in err.value.__notes__)
     assert err.traceback[-1].lineno + 1 == line
+    # the failed value stays failed: read again, or read by a later evaluation
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        numpy.asarray(g)
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        numpy.asarray(g + 1)
     # the record was cleared: a later evaluation with good indices reads fine
     numpy.testing.assert_array_equal(numpy.asarray(x[i % 5]), [1.0, 4.0, 2.0])
 
