@@ -75,22 +75,24 @@ def test_full_sum_plan_cached_is_at_most_two_launches():
     numpy.testing.assert_allclose(got, (hs[0].astype(numpy.float64) ** 2).sum(), rtol=1e-6)
 
 
-def _row_writes():
+@pytest.fixture(scope="module")
+def row_writes():
     """64 row writes into x, an evaluated device array, evaluated at once: (plan, counters)."""
     h = numpy.random.default_rng(0).standard_normal((64, 8)).astype(numpy.float32)
-    src = tracer.evaluate(np.asarray(h) * 1)
-    x = tracer.evaluate(np.zeros((64, 8), np.float32) + 0)
-    with Delta() as run:
-        for i in range(64):
-            x[i] = src[i] * 2
-        plan = tracer.explain(x)
-        tracer.evaluate(x)
-    numpy.testing.assert_array_equal(numpy.asarray(x), h * 2)
+    with context(backend="cuda", cuda_sim=True):
+        src = tracer.evaluate(np.asarray(h) * 1)
+        x = tracer.evaluate(np.zeros((64, 8), np.float32) + 0)
+        with Delta() as run:
+            for i in range(64):
+                x[i] = src[i] * 2
+            plan = tracer.explain(x)
+            tracer.evaluate(x)
+        numpy.testing.assert_array_equal(numpy.asarray(x), h * 2)
     return plan, run
 
 
-def test_row_writes_into_a_device_buffer_upload_nothing_and_never_wait():
-    plan, run = _row_writes()
+def test_row_writes_into_a_device_buffer_upload_nothing_and_never_wait(row_writes):
+    plan, run = row_writes
     assert (run.host_waits, run.h2d_copies, run.d2h_copies) == (0, 0, 0)
     assert plan.bytes_copied <= 64 * 8 * 4  # 63 writes in place; see the test below
 
@@ -98,9 +100,8 @@ def test_row_writes_into_a_device_buffer_upload_nothing_and_never_wait():
 @pytest.mark.xfail(strict=True, reason="the first write copies x: a compiled program never "
                    "writes into an input leaf (engine passes may_write to interpret only), "
                    "even where x's var owns its buffer alone")
-def test_row_writes_into_a_device_buffer_copy_no_buffer():
-    plan, _ = _row_writes()
-    assert plan.bytes_copied == 0
+def test_row_writes_into_a_device_buffer_copy_no_buffer(row_writes):
+    assert row_writes[0].bytes_copied == 0
 
 
 def test_lifted_slice_starts_are_read_on_the_host():
@@ -143,6 +144,22 @@ def test_row_views_of_a_device_array_allocate_and_launch_nothing(key):
         v = be.run_node(n, [x])
     assert run.kernels_launched == 0 and be.pool.allocs + be.pool.hits == allocs
     numpy.testing.assert_array_equal(be.to_host(v).reshape(numpy.shape(h[key])), h[key])
+
+
+def test_library_kernels_count_as_launches():
+    be = backends.get("cuda")
+    h = numpy.arange(24, dtype=numpy.float32).reshape(4, 6)
+    x = be.from_host(h)
+    with Delta() as cols:
+        v = be.run_node(np.asarray(h)[:, 1:3]._node, [x])  # strided: one copy kernel
+    g = numpy.ones((6, 2), numpy.float32)
+    y = be.from_host(g)
+    with Delta() as mm:
+        m = be.run_node((np.asarray(h) @ np.asarray(g))._node, [x, y])
+    assert (cols.kernels_launched, mm.kernels_launched) == (1, 1)
+    assert cols.host_waits == mm.host_waits == 0
+    numpy.testing.assert_array_equal(be.to_host(v), h[:, 1:3])
+    numpy.testing.assert_allclose(be.to_host(m), h @ g)
 
 
 def test_index_error_is_raised_at_the_next_wait_at_the_users_line():
