@@ -49,8 +49,9 @@ def fill(shape, dtype, value) -> np.ndarray:
 
 
 def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
-                  recompile: bool = False) -> None:
-    """Count a launch; a launch that compiled (or loaded from disk) counts as compile time."""
+                  recompile: bool = False, launches: int = 1) -> None:
+    """Count a kernel's run (`launches`: the device launches it took, 0 for no work); one
+    that compiled (or loaded from disk) counts as compile time."""
     STATS.kernels_compiled += compiled
     STATS.cache_hits_disk += disk_hit
     STATS.recompiles += recompile
@@ -58,7 +59,7 @@ def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
         STATS.compile_s += seconds
     else:
         STATS.run_s += seconds
-    STATS.kernels_launched += 1
+    STATS.kernels_launched += launches
 
 
 class Backend(ABC):

@@ -75,9 +75,10 @@ class Staging:
     CHUNK = 4 << 20
     CAP = 64 << 20
 
-    def __init__(self, api, on_wait):
+    def __init__(self, api, on_wait, event):
         self._api = api  # () -> numba.cuda or its simulator
         self._on_wait = on_wait  # called when the host blocks on an upload
+        self._event = event  # () -> a new event
         self._bufs: list = []  # [pinned uint8 buffer, event or None] in order of last use
 
     def _free(self):
@@ -100,7 +101,7 @@ class Staging:
             buf = entry[0][:hi - lo]
             buf[:] = host_bytes[lo:hi]
             dev_bytes[lo:hi].copy_to_device(buf, stream=stream)
-            ev = entry[1] or self._api().event()
+            ev = entry[1] or self._event()
             ev.record(stream)
             entry[1] = ev
             self._bufs.append(entry)
