@@ -130,6 +130,19 @@ def test_host_arrays_go_up_through_pinned_staging_once():
     numpy.testing.assert_array_equal(numpy.asarray(r), h * 2 + 1)
 
 
+def test_uploads_larger_than_a_staging_buffer_go_in_chunks(monkeypatch):
+    from tracer.cuda_kernels.cuda.memory import Staging
+    be = backends.get("cuda")
+    staging = Staging(be._api, be._waited, be._event)
+    staging.CHUNK = 96  # bytes: 1000 float64 take 84 chunks
+    monkeypatch.setattr(be, "_staging", staging)
+    h = numpy.random.default_rng(0).standard_normal((10, 100))
+    with Delta() as up:
+        x = be.from_host(h[:, ::-1])  # (not contiguous: made so first)
+    assert (up.h2d_copies, up.h2d_bytes, up.host_waits) == (1, h.nbytes, 0)
+    numpy.testing.assert_array_equal(be.to_host(x), h[:, ::-1])
+
+
 @pytest.mark.parametrize("key", [slice(1, 3), 2, (slice(3, 4), slice(None))])
 def test_row_views_of_a_device_array_allocate_and_launch_nothing(key):
     be = backends.get("cuda")
