@@ -15,14 +15,14 @@ It records:
   and a synchronize, and the span of CUDA events around one launch on an idle stream;
 - cases: each program of CASES on lazy inputs made once (uploaded by the warm-up call), built
   and evaluated per call then `cuda.synchronize()`: one warm-up call, the median and lower
-  quartile of --repeat calls (`e2e`), and
+  quartile of --repeat calls (`e2e`; under --sim the one instrumented call below), and
   * correctness against NumPy at full size: the result's dtype and shape are NumPy's for the
     same inputs, and max|x - ref| / max|ref| against the program in float64 is within the
     case's tolerance (a budgeted case checks its first rows: its full reference costs minutes);
   * kernel time: one more call with CUDA events recorded on each launch's stream just before
     and after every kernel launch, summed (device copies are not kernels). On an idle stream a
     span also holds the host's launch time, whose floor is `launch.event_us`;
-  * per evaluation of the timed calls: launches, host waits, copies and bytes each way
+  * per evaluation (that call): launches, host waits, copies and bytes each way
     (tracer.stats(); null where this tracer has no such counter), plan-cache hits, kernels
     compiled, nodes run by the host interpreter;
   * GB/s and fraction of the copy bandwidth (memory-bound cases) or GFLOP/s;
@@ -167,7 +167,8 @@ CASES = [
          lambda r, t: _f32(r, *[(20, 50) if t else (4000, 5000)] * 4), 1e-5, _nbytes),
     Case("(a*a).sum(), 2e7 f32", sum_sq, lambda r, t: _f32(r, (1000,) if t else (20_000_000,)),
          1e-5, lambda ins, out: ins[0].nbytes),
-    Case("row softmax, 4096x4096 f32", softmax, lambda r, t: _f32(r, (2, 32) if t else (4096, 4096)),
+    Case("row softmax, 4096x4096 f32", softmax,
+         lambda r, t: _f32(r, (2, 32) if t else (4096, 4096)),
          1e-5, _nbytes),
     Case("row sums, 1e6x64 f32", row_sums, lambda r, t: _f32(r, (2, 16) if t else (1_000_000, 64)),
          1e-5, _nbytes),
@@ -180,7 +181,8 @@ CASES = [
          lambda r, t: _f32(r, *[(2, 64), (3, 64)] if t else [(4000, 64), (4000, 64)]), 1e-5,
          flops=_w3_flops, ref=min_dist_blocked),
     Case("(A@B)@v, n=4000 f32", chain_matmul,
-         lambda r, t: _f32(r, *[(8, 8), (8, 8), (8,)] if t else [(4000, 4000), (4000, 4000), (4000,)]),
+         lambda r, t: _f32(r, *[(8, 8), (8, 8), (8,)] if t else
+                           [(4000, 4000), (4000, 4000), (4000,)]),
          1e-5, flops=lambda ins: 2 * ins[0].shape[0] ** 3 + 2 * ins[0].shape[0] ** 2),
     Case("integer gather x[idx], 1e7 of 2e7 f32", gather,
          lambda r, t: [_f32(r, (500,) if t else (20_000_000,))[0],
@@ -217,7 +219,8 @@ def parse_ptx(ptx: str) -> dict:
     def find(pattern):
         m = re.search(pattern, ptx, re.M)
         return m.group(1) if m else None
-    return {"ptx_isa": find(r"^\s*\.version\s+(\S+)"), "target": find(r"^\s*\.target\s+(\S+?)[,\s]"),
+    return {"ptx_isa": find(r"^\s*\.version\s+(\S+)"),
+            "target": find(r"^\s*\.target\s+(\S+?)[,\s]"),
             "toolkit_release": find(r"Cuda compilation tools, release ([0-9.]+)")}
 
 
@@ -242,7 +245,8 @@ def ptx_info(cc, sim: bool) -> dict:
         if not sim:
             return _ptx_probe(cc)
         env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-        code = f"import json; from bench.gpu import _ptx_probe; print(json.dumps(_ptx_probe({list(cc)})))"
+        code = ("import json; from bench.gpu import _ptx_probe; "
+                f"print(json.dumps(_ptx_probe({list(cc)})))")
         p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=120)
         if p.returncode:
@@ -271,15 +275,16 @@ def toolchain(sim: bool) -> dict:
         free, total = cuda.current_context().get_memory_info()
         info.update(device=name, compute_capability=list(cc), sms=int(dev.MULTIPROCESSOR_COUNT),
                     memory_gib=round(total / 2**30, 1))
-        for key, get in (("driver_cuda", lambda: cuda.cudadrv.driver.driver.get_version()),
-                         ("nvrtc", lambda: cuda.cudadrv.runtime.get_version()),
+        for key, get in (("driver_cuda", cuda.cudadrv.driver.get_version),
+                         ("nvrtc", cuda.cudadrv.runtime.get_version),
                          ("nvvm", lambda: cuda.cudadrv.nvvm.NVVM().get_version())):
             try:
                 info[key] = ".".join(map(str, get()))
             except Exception as e:  # noqa: BLE001 - recorded
                 info[key] = f"unknown ({type(e).__name__})"
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                                  "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=30).stdout.strip()
             info["driver"] = out or None
         except Exception:  # noqa: BLE001 - no nvidia-smi
@@ -396,13 +401,12 @@ def _to_host(x) -> numpy.ndarray:
 
 def check(case: Case, got, want_dtype, ref) -> dict:
     got = _to_host(got)
-    rows = case.check_rows
-    if rows:
-        got = got[:rows]
-    ok_meta = got.dtype == want_dtype and got.shape == ref.shape
-    err = rel_err(got, ref) if got.shape == ref.shape and ref.size else 0.0
-    return {"dtype": str(got.dtype), "rel_err": err,
-            "correct": bool(ok_meta and err <= case.tol)}
+    if case.check_rows:
+        got = got[:case.check_rows]
+    same = {"dtype_ok": got.dtype == want_dtype, "shape_ok": got.shape == ref.shape}
+    err = rel_err(got, ref) if same["shape_ok"] else None
+    return dict(same, dtype=str(got.dtype), rel_err=err,
+                correct=all(same.values()) and err is not None and err <= case.tol)
 
 
 def reference(case: Case, ins) -> numpy.ndarray:
@@ -433,7 +437,7 @@ def _peer(name: str, case: Case, ins) -> Callable:
     if name == "cupy":
         import cupy
         dev = [cupy.asarray(i) for i in ins]
-        return lambda: (r := case.fn(cupy, *dev), cupy.cuda.Device().synchronize())[0]
+        return lambda: (case.fn(cupy, *dev), cupy.cuda.Device().synchronize())[0]
     import jax
     import jax.numpy as jnp
     f = jax.jit(lambda *a: case.fn(jnp, *a))
@@ -446,21 +450,30 @@ def run_case(case: Case, tiny: bool, repeat: int, copy_gbs: float | None, peers:
     import tracer.numpy as tnp
     rng = numpy.random.default_rng(0)
     ins = case.inputs(rng, tiny)
-    res = {"name": case.name, "shapes": [list(i.shape) for i in ins],
-           "dtypes": [str(i.dtype) for i in ins], "tol": case.tol, "budget": None}
     budget = (SIM_BUDGET if tiny else case.budget) if case.budget else None
-    res["budget"] = budget
-    want_dtype = numpy.asarray(case.fn(numpy, *case.inputs(numpy.random.default_rng(0), True))).dtype
+    res = {"name": case.name, "shapes": [list(i.shape) for i in ins],
+           "dtypes": [str(i.dtype) for i in ins], "tol": case.tol, "budget": budget}
+    small = case.inputs(numpy.random.default_rng(0), True)
+    want_dtype = numpy.asarray(case.fn(numpy, *small)).dtype  # NumPy's, for these dtypes
     t0 = time.perf_counter()
     ref = reference(case, ins)
     res["reference_s"] = time.perf_counter() - t0
     res["checked_rows"] = case.check_rows or None
     call = _tracer_call(case, budget, [tnp.asarray(i) for i in ins])
-    warm, med, times = timed(call, repeat)
-    res.update(first_call_s=warm, e2e_s=med, e2e_q1_s=sorted(times)[len(times) // 4])
+    if repeat:
+        warm, med, times = timed(call, repeat)
+    else:  # (--sim) the warm-up, then the call below is the one timed
+        t0 = time.perf_counter()
+        call()
+        warm = time.perf_counter() - t0
     tracer.reset_stats()  # one more call, steady state: counters, kernel time, the result
     with launch_events() as ev:
+        t0 = time.perf_counter()
         out = call()
+        if not repeat:
+            med = time.perf_counter() - t0
+            times = [med]
+    res.update(first_call_s=warm, e2e_s=med, e2e_q1_s=sorted(times)[len(times) // 4])
     res["per_eval"] = _stats()
     res["kernel_s"] = ev.kernel_s()
     res["launches_timed_by_events"] = ev.launches
@@ -475,7 +488,7 @@ def run_case(case: Case, tiny: bool, repeat: int, copy_gbs: float | None, peers:
     for name in peers:
         try:
             fn = _peer(name, case, ins)
-            pwarm, pmed, _ = timed(fn, repeat)
+            pwarm, pmed, _ = timed(fn, max(repeat, 1))
             p = {"first_call_s": pwarm, "e2e_s": pmed, "tracer_over_peer": med / pmed}
             p.update(check(case, fn(), want_dtype, ref))
         except Exception as e:  # noqa: BLE001 - the peer cannot run this program
@@ -503,8 +516,9 @@ def table(cases: list) -> list[str]:
             f"| {c['name']}", _fmt(c["e2e_s"], 1e3), _fmt(c["e2e_q1_s"], 1e3),
             _fmt(c["kernel_s"], 1e3, ".3f"), _fmt(c["first_call_s"]), _fmt(c["gbs"], 1, ".1f"),
             _fmt(c["of_copy"]), _fmt(c["gflops"], 1, ".0f"), _fmt(pe["kernels_launched"], 1, "g"),
-            str(c["launches_timed_by_events"]), _fmt(pe["host_waits"], 1, "g"), _fmt(pe["h2d_bytes"], 1, "g"),
-            _fmt(pe["d2h_bytes"], 1, "g"), f"{c['rel_err']:.1e}", "yes" if c["correct"] else "NO",
+            str(c["launches_timed_by_events"]), _fmt(pe["host_waits"], 1, "g"),
+            _fmt(pe["h2d_bytes"], 1, "g"), _fmt(pe["d2h_bytes"], 1, "g"),
+            _fmt(c["rel_err"], 1, ".1e"), "yes" if c["correct"] else "NO",
             *(_fmt(peers.get(p, {}).get("e2e_s"), 1e3) for p in ("cupy", "jax"))]) + " |")
     return lines
 
@@ -529,22 +543,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sim", action="store_true",
                     help="Numba's CUDA simulator at tiny sizes (no GPU); checks correctness")
-    ap.add_argument("--repeat", type=int, default=None, help="timed calls (default 5, 1 --sim)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="timed calls (default 5; 0 under --sim: the instrumented call is timed)")
     ap.add_argument("--only", default="", help="comma-separated case name prefixes")
     ap.add_argument("--out", default=None, help="the JSON file (default $OUT/gpu.json)")
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT,
                     help="seconds after which the cases left are skipped")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    if args.sim:  # read when numba.cuda is imported
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-    if args.sim != _is_sim() or (args.sim and "numba.cuda" in sys.modules and
-                                 not _cuda().simulator_is_available):
-        raise SystemExit("--sim must decide NUMBA_ENABLE_CUDASIM before numba.cuda loads")
+    if args.sim:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # read when numba.cuda is imported
+    elif _is_sim():
+        raise SystemExit("NUMBA_ENABLE_CUDASIM is set: run with --sim (tiny sizes) or unset it")
     os.environ["TRACER_BACKEND"] = "cuda"
     os.environ.setdefault("TRACER_COMPILE", "sync")  # compiled kernels, not the NumPy tier
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # jax leaves tracer memory
-    repeat = args.repeat or (1 if args.sim else 5)
+    repeat = (0 if args.sim else 5) if args.repeat is None else args.repeat
     out_path = Path(args.out or Path(os.environ.get("OUT") or ROOT / "bench" / "out") / "gpu.json")
 
     import tracer
@@ -565,14 +579,15 @@ def main(argv=None) -> int:
                        "kernel_s": "sum of CUDA event spans around each kernel launch of one "
                                    "steady-state call (null under the simulator)"}}
     report["toolchain"] = _section(toolchain, args.sim)
-    report["copy"] = _section(copy_bandwidth, 4096 if args.sim else 1 << 30, repeat)
+    report["copy"] = _section(copy_bandwidth, 4096 if args.sim else 1 << 30, max(repeat, 1))
     report["launch"] = _section(launch_cost, args.sim, 3 if args.sim else 1000)
     copy_gbs = report["copy"].get("d2d_gbs")
     for p in peers:
         try:
             mod = __import__(p)
             report["meta"][p] = getattr(mod, "__version__", None)
-            if p == "jax":
+            if p == "jax":  # NumPy's dtypes: float64 stays float64
+                mod.config.update("jax_enable_x64", True)
                 report["meta"]["jax_device"] = str(mod.devices()[0])
         except Exception as e:  # noqa: BLE001 - recorded; the peer's runs will fail too
             report["meta"][p] = f"unusable: {type(e).__name__}: {e}"
@@ -601,8 +616,8 @@ def main(argv=None) -> int:
             cupy.get_default_memory_pool().free_all_blocks()
     report["cases"] = cases
     bad = [c["name"] for c in cases if not c.get("correct")]
-    report["summary"] = {"cases": len(cases), "correct": len(cases) - len(bad), "wrong_or_failed": bad,
-                         "wall_s": time.perf_counter() - start}
+    report["summary"] = {"cases": len(cases), "correct": len(cases) - len(bad),
+                         "wrong_or_failed": bad, "wall_s": time.perf_counter() - start}
     print("\n" + "\n".join(table(cases)))
     print(f"\n{len(cases) - len(bad)}/{len(cases)} cases correct; "
           f"{report['summary']['wall_s']:.1f} s")
