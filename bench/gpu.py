@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -253,7 +254,7 @@ def ptx_info(cc, sim: bool) -> dict:
             return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
         return json.loads(p.stdout.strip().splitlines()[-1])
     except Exception as e:  # noqa: BLE001 - recorded: no NVRTC, no NVVM, ...
-        return {"error": f"{type(e).__name__}: {e}"}
+        return {"error": _one_line(e)}
 
 
 def toolchain(sim: bool) -> dict:
@@ -265,28 +266,30 @@ def toolchain(sim: bool) -> dict:
         info["numba_cuda"] = version("numba-cuda")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         info["numba_cuda"] = None
-    cc = (9, 0)
+    cc = (9, 0)  # the PTX probe's target where no device says otherwise
     if sim:
         info["device"] = "Numba CUDA simulator"
     else:
-        dev = cuda.get_current_device()
-        name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
-        cc = tuple(dev.compute_capability)
-        free, total = cuda.current_context().get_memory_info()
-        info.update(device=name, compute_capability=list(cc), sms=int(dev.MULTIPROCESSOR_COUNT),
-                    memory_gib=round(total / 2**30, 1))
+        try:
+            dev = cuda.get_current_device()
+            cc = tuple(dev.compute_capability)
+            total = cuda.current_context().get_memory_info()[1]
+            info.update(device=dev.name.decode() if isinstance(dev.name, bytes) else dev.name,
+                        compute_capability=list(cc), sms=int(dev.MULTIPROCESSOR_COUNT),
+                        memory_gib=round(total / 2**30, 1))
+        except Exception as e:  # noqa: BLE001 - recorded; the PTX probe needs no device
+            info["device_error"] = _one_line(e)
         for key, get in (("driver_cuda", cuda.cudadrv.driver.get_version),
                          ("nvrtc", cuda.cudadrv.runtime.get_version),
                          ("nvvm", lambda: cuda.cudadrv.nvvm.NVVM().get_version())):
             try:
                 info[key] = ".".join(map(str, get()))
             except Exception as e:  # noqa: BLE001 - recorded
-                info[key] = f"unknown ({type(e).__name__})"
+                info[key] = f"unknown ({_one_line(e)})"
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
-                                  "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=30).stdout.strip()
-            info["driver"] = out or None
+            info["driver"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=30).stdout.strip() or None
         except Exception:  # noqa: BLE001 - no nvidia-smi
             info["driver"] = None
     info["ptx"] = ptx_info(cc, sim)
@@ -331,7 +334,7 @@ def launch_cost(sim: bool, count: int) -> dict:
     _, sync, _ = timed(lambda: (empty[1, 1](), cuda.synchronize()), count)
     spans = []
     for _ in range(count):
-        with launch_events() as ev:
+        with LaunchEvents() as ev:
             empty[1, 1]()
         spans.append(ev.kernel_s())
     span = None if sim else statistics.median(spans)
@@ -339,46 +342,44 @@ def launch_cost(sim: bool, count: int) -> dict:
             "event_us": None if span is None else span * 1e6}
 
 
-class launch_events:
+class LaunchEvents:
     """Within the block, every kernel launched through numba-cuda gets CUDA events recorded on
     its stream just before and after it. `kernel_s()` waits for the device and sums the spans
-    (None under the simulator, whose events keep no time); `launches` counts them."""
+    (None under the simulator, whose events keep no time); `launches` counts the launches."""
 
     def __enter__(self):
-        self.pairs = []
-        self.launches = 0
-        cuda = _cuda()
-        if _is_sim():
+        self.pairs, self.launches, self.sim = [], 0, _is_sim()
+        if self.sim:
             from numba.cuda.simulator.kernel import FakeCUDAKernel as cls
         else:
             from numba.cuda.dispatcher import _LaunchConfiguration as cls
-        self.cls, self.orig = cls, cls.__call__
-        outer = self
+        self.cls, orig = cls, cls.__call__
+        event = _cuda().event
 
         def call(conf, *args):
-            if _is_sim() and conf._device:  # a device function called by a simulated kernel
-                return outer.orig(conf, *args)
-            outer.launches += 1
-            if _is_sim():
-                return outer.orig(conf, *args)
-            start, end = cuda.event(), cuda.event()
+            if self.sim:
+                self.launches += not conf._device  # (device functions run through it too)
+                return orig(conf, *args)
+            self.launches += 1
+            start, end = event(), event()
             start.record(conf.stream)
             try:
-                return outer.orig(conf, *args)
+                return orig(conf, *args)
             finally:
                 end.record(conf.stream)
-                outer.pairs.append((start, end))
+                self.pairs.append((start, end))
         cls.__call__ = call
+        self.orig = orig
         return self
 
     def __exit__(self, *exc):
         self.cls.__call__ = self.orig
 
     def kernel_s(self) -> float | None:
-        if _is_sim():
+        if self.sim:
             return None
         _sync()
-        return sum(s.elapsed_time(e) for s, e in self.pairs) / 1e3
+        return sum(s.elapsed_time(e) for s, e in self.pairs) / 1e3  # (ms)
 
 
 def _is_sim() -> bool:
@@ -453,12 +454,6 @@ def run_case(case: Case, tiny: bool, repeat: int, copy_gbs: float | None, peers:
     budget = (SIM_BUDGET if tiny else case.budget) if case.budget else None
     res = {"name": case.name, "shapes": [list(i.shape) for i in ins],
            "dtypes": [str(i.dtype) for i in ins], "tol": case.tol, "budget": budget}
-    small = case.inputs(numpy.random.default_rng(0), True)
-    want_dtype = numpy.asarray(case.fn(numpy, *small)).dtype  # NumPy's, for these dtypes
-    t0 = time.perf_counter()
-    ref = reference(case, ins)
-    res["reference_s"] = time.perf_counter() - t0
-    res["checked_rows"] = case.check_rows or None
     call = _tracer_call(case, budget, [tnp.asarray(i) for i in ins])
     if repeat:
         warm, med, times = timed(call, repeat)
@@ -467,7 +462,7 @@ def run_case(case: Case, tiny: bool, repeat: int, copy_gbs: float | None, peers:
         call()
         warm = time.perf_counter() - t0
     tracer.reset_stats()  # one more call, steady state: counters, kernel time, the result
-    with launch_events() as ev:
+    with LaunchEvents() as ev:
         t0 = time.perf_counter()
         out = call()
         if not repeat:
@@ -477,6 +472,12 @@ def run_case(case: Case, tiny: bool, repeat: int, copy_gbs: float | None, peers:
     res["per_eval"] = _stats()
     res["kernel_s"] = ev.kernel_s()
     res["launches_timed_by_events"] = ev.launches
+    small = case.inputs(numpy.random.default_rng(0), True)
+    want_dtype = numpy.asarray(case.fn(numpy, *small)).dtype  # NumPy's, for these dtypes
+    t0 = time.perf_counter()  # (after tracer's calls: a device that fails, fails fast)
+    ref = reference(case, ins)
+    res["reference_s"] = time.perf_counter() - t0
+    res["checked_rows"] = case.check_rows or None
     res.update(check(case, out, want_dtype, ref))
     out_host = _to_host(out)
     moved = case.moved(ins, out_host) if case.moved else None
@@ -492,12 +493,16 @@ def run_case(case: Case, tiny: bool, repeat: int, copy_gbs: float | None, peers:
             p = {"first_call_s": pwarm, "e2e_s": pmed, "tracer_over_peer": med / pmed}
             p.update(check(case, fn(), want_dtype, ref))
         except Exception as e:  # noqa: BLE001 - the peer cannot run this program
-            p = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+            p = {"error": _one_line(e)}
         res["peers"][name] = p
     return res
 
 
 # ---------------------------------------------------------------- the run
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())[:300]
+
 
 def _fmt(x, scale: float = 1.0, spec: str = ".2f") -> str:
     return "-" if x is None else format(x * scale, spec)
@@ -536,7 +541,7 @@ def _section(fn, *args) -> dict:
     try:
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - recorded; the cases still run
-        return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        return {"error": _one_line(e), "traceback": traceback.format_exc()}
 
 
 def main(argv=None) -> int:
@@ -558,6 +563,7 @@ def main(argv=None) -> int:
     os.environ["TRACER_BACKEND"] = "cuda"
     os.environ.setdefault("TRACER_COMPILE", "sync")  # compiled kernels, not the NumPy tier
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # jax leaves tracer memory
+    warnings.filterwarnings("ignore", message="Grid size")  # numba-cuda on tiny launches
     repeat = (0 if args.sim else 5) if args.repeat is None else args.repeat
     out_path = Path(args.out or Path(os.environ.get("OUT") or ROOT / "bench" / "out") / "gpu.json")
 
@@ -586,13 +592,14 @@ def main(argv=None) -> int:
         try:
             mod = __import__(p)
             report["meta"][p] = getattr(mod, "__version__", None)
-            if p == "jax":  # NumPy's dtypes: float64 stays float64
+            if p == "jax":  # NumPy's dtypes (float64 stays float64) and float32 matmuls (no TF32)
                 mod.config.update("jax_enable_x64", True)
+                mod.config.update("jax_default_matmul_precision", "highest")
                 report["meta"]["jax_device"] = str(mod.devices()[0])
         except Exception as e:  # noqa: BLE001 - recorded; the peer's runs will fail too
             report["meta"][p] = f"unusable: {type(e).__name__}: {e}"
-    print(json.dumps({k: report[k] for k in ("toolchain", "copy", "launch")}, indent=1,
-                     default=str), flush=True)
+    print(json.dumps({k: {f: v for f, v in report[k].items() if f != "traceback"}
+                      for k in ("toolchain", "copy", "launch")}, indent=1, default=str), flush=True)
     only = [o.strip() for o in args.only.split(",") if o.strip()]
     cases = []
     for case in CASES:
@@ -606,7 +613,7 @@ def main(argv=None) -> int:
         try:
             res = run_case(case, args.sim, repeat, copy_gbs, peers)
         except Exception as e:  # noqa: BLE001 - one failure is reported, the run goes on
-            res = {"name": case.name, "correct": False, "error": f"{type(e).__name__}: {e}",
+            res = {"name": case.name, "correct": False, "error": _one_line(e),
                    "traceback": traceback.format_exc()}
         res["case_wall_s"] = time.perf_counter() - t0
         cases.append(res)
