@@ -6,7 +6,8 @@ on an H100.
 
 The JSON goes to --out, else $OUT/gpu.json, else bench/out/gpu.json; a table goes to stdout.
 It records:
-- toolchain: the device, the driver's CUDA version, the NVRTC and NVVM versions, and the PTX
+- toolchain: the device, the driver's CUDA version, the NVRTC and NVVM versions and where they
+  and libdevice were found, and the PTX
   ISA and toolkit release of one tiny kernel compiled with `cuda.compile_ptx` for the device's
   compute capability (sm_90 under --sim, in a child process: the simulator has no compile_ptx);
 - copy: device-to-device copy bandwidth (bench.suite's reference, read + write), and host to
@@ -266,6 +267,13 @@ def toolchain(sim: bool) -> dict:
         info["numba_cuda"] = version("numba-cuda")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         info["numba_cuda"] = None
+    try:  # where NVVM, NVRTC and libdevice come from: they decide the PTX ISA
+        from numba.cuda.cuda_paths import get_cuda_paths
+        info["cuda_paths"] = {k: f"{getattr(v, 'info', v)} ({getattr(v, 'by', '?')})"
+                              for k, v in get_cuda_paths().items()
+                              if k in ("nvvm", "nvrtc", "libdevice")}
+    except Exception as e:  # noqa: BLE001 - recorded
+        info["cuda_paths"] = _one_line(e)
     cc = (9, 0)  # the PTX probe's target where no device says otherwise
     if sim:
         info["device"] = "Numba CUDA simulator"
