@@ -7,9 +7,9 @@ on an H100.
 The JSON goes to --out, else $OUT/gpu.json, else bench/out/gpu.json; a table goes to stdout.
 It records:
 - toolchain: the device, the driver's CUDA version, the NVRTC and NVVM versions and where they
-  and libdevice were found, and the PTX
-  ISA and toolkit release of one tiny kernel compiled with `cuda.compile_ptx` for the device's
-  compute capability (sm_90 under --sim, in a child process: the simulator has no compile_ptx);
+  and libdevice were found, and the PTX ISA and toolkit release of one tiny kernel compiled
+  with `cuda.compile_ptx` for the device's compute capability (sm_90 without a device, and
+  under --sim in a child process: the simulator has no compile_ptx);
 - copy: device-to-device copy bandwidth (bench.suite's reference, read + write), and host to
   device / device to host bandwidth from pageable and from pinned host memory;
 - launch: numba-cuda's cost of an empty kernel: host time per launch with no wait, a launch
