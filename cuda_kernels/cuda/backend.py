@@ -138,10 +138,13 @@ class CudaBackend(Backend):
         return f"|cuda-{self._mode()}-{_tpb()}"
 
     def module_globals(self) -> dict:
+        """The decorators a generated module is imported with: the simulator's, or `cuda.jit`
+        with the kernel disk cache (cuda/cache.py) and inline device helpers."""
         if CONFIG.cuda_sim:
             jit, dev = self._sim.jit, self._sim.jit(device=True)
         else:
-            jit, dev = self._cuda.jit, self._cuda.jit(device=True, inline="always")
+            from .cache import jit
+            dev = self._cuda.jit(device=True, inline="always")
         return {"cuda": self._cuda, "_jit": jit, "_devjit": dev}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
