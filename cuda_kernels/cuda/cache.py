@@ -25,14 +25,15 @@ import pickle
 import re
 import sys
 
+from numba.cuda.core import sigutils
 from numba.cuda.core.caching import _Cache
 
 from tracer.ir.stats import STATS
-from ..compiler import _remove, cache_dir, damaged, writable, write_atomic
+from ..compiler import _remove, cache_dir, damaged, warn_once, writable, write_atomic
 
 _FORMAT = 1  # bump when the entry layout changes
 _TOOLCHAIN: list[str] = []
-_SOURCE_HASH: dict[str, str] = {}  # generated module path -> hash of its text
+_SOURCE_HASH: dict[tuple, str] = {}  # (module path, mtime, size) -> hash of its text
 
 
 def toolchain() -> str:
@@ -60,15 +61,20 @@ def toolchain() -> str:
 
 def _source_hash(py_func) -> str | None:
     """The hash of the text of the generated module that defines the kernel (its helpers and
-    header included), or None where it has no file (a cache that cannot be written)."""
+    header included), read while the module is being imported (`jit`), or None where it is
+    not on disk (a cache that cannot be written)."""
+    if not writable():
+        return None
     path = py_func.__code__.co_filename
-    h = _SOURCE_HASH.get(path)
-    if h is None:
-        try:
+    try:
+        st = os.stat(path)
+        stamp = (path, st.st_mtime_ns, st.st_size)  # a module rewritten since is read again
+        h = _SOURCE_HASH.get(stamp)
+        if h is None:
             with open(path, "rb") as f:
-                h = _SOURCE_HASH[path] = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
-            return None
+                h = _SOURCE_HASH[stamp] = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
     return h
 
 
@@ -84,13 +90,11 @@ def _cacheable(targetoptions: dict) -> bool:
                 o.get("shared_memory_carveout") is not None)
 
 
-def _key(py_func, argtypes: tuple, cc: tuple, targetoptions: dict) -> tuple[str, str] | None:
-    """(entry file, full key text) of a kernel for these argument types and compute capability,
-    or None where it is not cached."""
-    if not writable() or not _cacheable(targetoptions):
-        return None
-    src = _source_hash(py_func)
-    if src is None:
+def _key(src: str | None, py_func, argtypes: tuple, cc: tuple,
+         targetoptions: dict) -> tuple[str, str] | None:
+    """(entry file, full key text) of a kernel of module text hash `src` for these argument
+    types and compute capability, or None where it is not cached."""
+    if src is None or not writable() or not _cacheable(targetoptions):
         return None
     text = "\n".join([toolchain(), f"module {src}", f"kernel {py_func.__qualname__}",
                       f"args {', '.join(str(t) for t in argtypes)}", f"cc {cc!r}",
@@ -116,7 +120,6 @@ def _lookup(key: tuple[str, str] | None) -> dict | None:
         damaged(f"{path} does not hold its key")
         _remove(path)
         return None
-    STATS.cache_hits_disk += 1
     return entry
 
 
@@ -169,29 +172,36 @@ class DiskCache(_Cache):
     """The cache of one kernel dispatcher on a device: numba-cuda's `compile` asks it before
     compiling (`load_overload`) and hands it what it compiled (`save_overload`)."""
 
-    def __init__(self, disp):
+    def __init__(self, disp, src: str | None):
         self._disp = disp
+        self.src = src  # the hash of its module's text, read when the module was imported
         self._enabled = True
 
     @property
     def cache_path(self):
         return os.path.join(cache_dir(), "gen", "cuda")
 
-    def _key(self, sig, cc):
-        from numba.cuda.core import sigutils
+    def key(self, sig, cc, targetoptions: dict | None = None) -> tuple:
+        """(argument types, the entry's (file, key text) or None) of `sig` for capability cc."""
         argtypes, _ = sigutils.normalize_signature(sig)
-        return argtypes, _key(self._disp.py_func, argtypes, cc, self._disp.targetoptions)
+        return argtypes, _key(self.src, self._disp.py_func, argtypes, cc,
+                              self._disp.targetoptions if targetoptions is None else targetoptions)
 
     def load_overload(self, sig, target_context):
         if not self._enabled:
             return None
         cc = device_cc()
-        argtypes, key = self._key(sig, cc)
+        argtypes, key = self.key(sig, cc)
         entry = _lookup(key)
         if entry is None:
             return None
-        cubin_ok = entry["cubin"] is not None and entry["cubin"][0] == _driver_version()
-        return _kernel(entry, argtypes, cc, self._disp.targetoptions, cubin_ok)
+        try:
+            cubin_ok = entry["cubin"] is not None and entry["cubin"][0] == _driver_version()
+            kernel = _kernel(entry, argtypes, cc, self._disp.targetoptions, cubin_ok)
+        except Exception:  # noqa: BLE001 - numba-cuda internals that moved: compiled as usual
+            return None
+        STATS.cache_hits_disk += 1
+        return kernel
 
     def save_overload(self, sig, kernel):
         lib = kernel.library
@@ -199,12 +209,15 @@ class DiskCache(_Cache):
                 getattr(kernel, "launch_config_sensitive", False):
             return
         cc = device_cc()
-        argtypes, key = self._key(sig, cc)
+        argtypes, key = self.key(sig, cc)
         if tuple(kernel.signature.args) != tuple(argtypes):
             return
         cubin = lib._cubin_cache.get(cc)
-        _store(key, kernel.entry_name, lib.get_asm_strs(cc=cc),
-               (_driver_version(), cubin) if cubin else None)
+        try:
+            _store(key, kernel.entry_name, lib.get_asm_strs(cc=cc),
+                   (_driver_version(), cubin) if cubin else None)
+        except OSError as e:  # a full disk, say: the kernel runs, later processes compile it
+            warn_once("cuda-cache", f"a CUDA kernel could not be kept on disk ({e})")
 
     def enable(self):
         self._enabled = True
@@ -228,7 +241,7 @@ def jit(fn):
     """`cuda.jit` of a generated kernel, with this disk cache (the `_jit` of device modules)."""
     from numba import cuda
     disp = cuda.jit(fn)
-    disp._cache = DiskCache(disp)
+    disp._cache = DiskCache(disp, _source_hash(fn))
     return disp
 
 
@@ -236,16 +249,16 @@ _ENTRY = re.compile(r"^\.(?:visible|weak)\s+\.entry\s+(\S+?)\s*\(", re.M)
 
 
 def ptx(disp, argtypes: tuple, cc: tuple) -> str:
-    """The PTX of kernel dispatcher `disp` for `argtypes` and compute capability `cc`, compiled
-    without a GPU (NVVM only): from the disk cache when an earlier process stored it, else
-    compiled and stored, under the key a device launch of that capability uses."""
+    """The PTX of kernel dispatcher `disp` (made by `jit`) for `argtypes` and compute
+    capability `cc`, compiled without a GPU (NVVM only): from the disk cache when an earlier
+    process stored it, else compiled and stored, under the key a device launch of that
+    capability uses."""
     from numba import cuda
-    from numba.cuda.core import sigutils
-    argtypes, _ = sigutils.normalize_signature(tuple(argtypes))
+    argtypes, key = disp._cache.key(argtypes, cc)
     o = disp.targetoptions
-    key = _key(disp.py_func, argtypes, cc, o)
     entry = _lookup(key)
     if entry is not None:
+        STATS.cache_hits_disk += 1
         return "\n".join(entry["ptx"])
     text, _ = cuda.compile_ptx(disp.py_func, argtypes, debug=o.get("debug"),
                                lineinfo=o.get("lineinfo", False), fastmath=o.get("fastmath", False),

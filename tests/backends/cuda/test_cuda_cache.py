@@ -109,14 +109,16 @@ def test_key_holds_signature_capability_and_source(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACER_CACHE_DIR", str(tmp_path))
     disp = _probe("key")
     o = disp.targetoptions
-    base = cache._key(disp.py_func, _SIG, (9, 0), o)
-    assert cache._key(disp.py_func, _SIG, (9, 0), o) == base
-    assert cache._key(disp.py_func, _SIG, (9, 0, "a"), o)[0] != base[0]
-    assert cache._key(disp.py_func, (types.float64[::1],) + _SIG[1:], (9, 0), o)[0] != base[0]
-    assert cache._key(disp.py_func, _SIG, (9, 0), dict(o, fastmath=True))[0] != base[0]
-    assert cache._key(disp.py_func, _SIG, (9, 0), dict(o, debug=True)) is None  # not cached
-    other = _probe("key2")  # another module text
-    assert cache._key(other.py_func, _SIG, (9, 0), o)[0] != base[0]
+
+    def key(sig=_SIG, cc=(9, 0), options=o, d=disp):
+        got = d._cache.key(sig, cc, options)[1]
+        return got and got[0]
+    assert key() and key() == key()
+    assert key(cc=(9, 0, "a")) != key()
+    assert key(sig=(types.float64[::1],) + _SIG[1:]) != key()
+    assert key(options=dict(o, fastmath=True)) != key()
+    assert key(options=dict(o, debug=True)) is None  # not cached
+    assert key(d=_probe("key2")) != key()  # another module text
 
 
 def test_damaged_entry_is_compiled_again(tmp_path, monkeypatch):
@@ -124,7 +126,7 @@ def test_damaged_entry_is_compiled_again(tmp_path, monkeypatch):
     monkeypatch.setattr("tracer.cuda_kernels.compiler._WARNED", set())
     disp = _probe("bad")
     cache.ptx(disp, _SIG, (9, 0))
-    path = cache._key(disp.py_func, _SIG, (9, 0), disp.targetoptions)[0]
+    path = disp._cache.key(_SIG, (9, 0))[1][0]
     with open(path, "r+b") as f:
         f.truncate(20)
     compiled = STATS.kernels_compiled
