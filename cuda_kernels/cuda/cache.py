@@ -38,18 +38,19 @@ _SOURCE_HASH: dict[tuple, str] = {}  # (module path, mtime, size) -> hash of its
 
 def toolchain() -> str:
     """What makes the PTX besides the source: the versions, and the NVVM and libdevice
-    libraries found (path, size and mtime: the system toolkit and a pip wheel differ)."""
+    libraries in use (path, size and mtime: the system toolkit's and a pip wheel's differ).
+    (Only those two are looked up: numba-cuda's get_cuda_paths() costs about 0.25 s.)"""
     if not _TOOLCHAIN:
         import numba
         import numba_cuda
-        from numba.cuda.cuda_paths import get_cuda_paths
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+        from numba.cuda.cuda_paths import _get_libdevice_path
         from numba.cuda.cudadrv import nvvm
         parts = [f"format {_FORMAT}", f"python {sys.version_info[0]}.{sys.version_info[1]}",
                  f"numba {numba.__version__}", f"numba-cuda {numba_cuda.__version__}",
                  f"nvvm {nvvm.NVVM().get_version()} ir {nvvm.NVVM().get_ir_version()}"]
-        paths = get_cuda_paths()
-        for lib in ("nvvm", "libdevice"):
-            path = paths[lib].info
+        for lib, path in (("libnvvm", load_nvidia_dynamic_lib("nvvm").abs_path),
+                          ("libdevice", _get_libdevice_path().info)):
             try:
                 st = os.stat(path)
                 parts.append(f"{lib} {path} {st.st_size} {st.st_mtime_ns}")
