@@ -14,6 +14,7 @@ from ..compiler import load_kernels
 from ..emit import Emitter
 from ..planning import acc_dtype, find_reduce, row_plan
 from .backend import CudaBackend
+from .cache import ptx as cached_ptx
 
 
 def nb_array(dtype, ndim: int):
@@ -48,7 +49,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
         sig += [nb_array(acc_dtype(red), 2), nb_array(np.int64, 2)]
         sig += [numba.int64] * (red.inputs[0].ndim + 1)
         names.append(kernel.name + "_fin")
-    return {n: cuda.compile_ptx(_py_func(getattr(mod, n)), tuple(sig), cc=cc)[0] for n in names}
+    return {n: cached_ptx(getattr(mod, n), tuple(sig), cc) for n in names}  # the disk cache's
 
 
 def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9, 0)) -> str:
