@@ -418,7 +418,9 @@ class CudaBackend(Backend):
             self._seen.add(key)
             return before, lambda: first
         before = sum(len(getattr(f, "overloads", {}) or {}) for f in fns)
-        return before, lambda: sum(len(getattr(f, "overloads", {}) or {}) for f in fns) > before
+        hits = STATS.cache_hits_disk  # overloads the disk cache (cuda/cache.py) gave: no compile
+        return before, lambda: sum(len(getattr(f, "overloads", {}) or {}) for f in fns) - \
+            before > STATS.cache_hits_disk - hits
 
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         params = [p.reshape(1) if p.ndim == 0 else p for p in params]
