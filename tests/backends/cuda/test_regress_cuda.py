@@ -102,3 +102,15 @@ def test_float_mod_on_cuda_is_libdevice_fmod():
         plan = tracer.explain(expr(np, a))
         assert "math.fmod(abs(a), abs(b))" in "\n".join(k.source for k in plan.kernels)
         _check(expr(np, a), expr(numpy, numpy.array([4, -3, 6], "int64")))
+
+
+# ------------------------------------------------ the registry sweep on the simulator (issue 20)
+
+def test_cbrt_of_a_subnormal_is_accurate():
+    # the Newton step cubed a subnormal's root back into a subnormal with a few bits left:
+    # cbrt(5e-324) was 14 ulp off
+    h = numpy.array([5e-324, -5e-324, 1e-310, -2.2250738585072014e-308, 8.0, -1e300])
+    want = numpy.cbrt(h)
+    got = numpy.asarray(np.cbrt(np.asarray(h)))
+    numpy.testing.assert_allclose(got, want, rtol=4.5e-16, atol=0)
+    assert (numpy.signbit(got) == numpy.signbit(want)).all()
