@@ -26,10 +26,13 @@ NB_TYPES = {"bool": "numba.boolean", "int8": "numba.int8", "int16": "numba.int16
             "float32": "numba.float32", "float64": "numba.float64"}
 
 TILE = 16           # matmul tile edge
+# The simulator runs every thread as a Python thread and polls them all at each syncthreads:
+# 8 threads a block still make a three-level reduction tree, at a fraction of 32's cost.
+SIM_TPB = 8
 
 
 def _tpb() -> int:
-    return 32 if CONFIG.cuda_sim else 256
+    return SIM_TPB if CONFIG.cuda_sim else 256
 
 
 def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[str]:
