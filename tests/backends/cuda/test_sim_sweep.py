@@ -27,9 +27,6 @@ _ORDER = ("the device combines a reduction's threads in a tree, NumPy in sequenc
           "inf, nan or finite")
 KNOWN = {
     "test_reduction[sum-float64]": _ORDER,
-    "test_reduction[prod-float32]": _ORDER,
-    "test_reduction[prod-float64]": _ORDER,
-    "test_float32_product_rounds_and_overflows_in_float32": _ORDER,
     "test_float32_sum_overflows_in_float32": "float32 sums accumulate in float64 on the device "
                                              "(planning.acc_dtype): 3e38 + 3e38 does not "
                                              "overflow there; " + _ORDER,
