@@ -9,6 +9,7 @@ recorded graph: kernel and node counts, explain output, plans, budgets) still ru
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -50,20 +51,28 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """A `lazy` test records every op, its fixtures' and subprocesses' ops included, under
-    TRACER_TEST_EAGER=1 too."""
-    if item.get_closest_marker("lazy") is None:
-        yield
-        return
-    env = os.environ.get("TRACER_EAGER_SIZE")
-    os.environ["TRACER_EAGER_SIZE"] = "0"
+    TRACER_TEST_EAGER=1 too. A `cuda` test runs at a 0.1 ms GIL switch interval: Numba's
+    simulator runs a Python thread per CUDA thread and polls them all at each syncthreads
+    while holding the GIL (a reduction case: 9-14 s at the default 5 ms, about 1 s)."""
+    interval = sys.getswitchinterval()
+    if item.get_closest_marker("cuda") is not None:
+        sys.setswitchinterval(1e-4)
     try:
-        with context(eager_size=0):
+        if item.get_closest_marker("lazy") is None:
             yield
+            return
+        env = os.environ.get("TRACER_EAGER_SIZE")
+        os.environ["TRACER_EAGER_SIZE"] = "0"
+        try:
+            with context(eager_size=0):
+                yield
+        finally:
+            if env is None:
+                del os.environ["TRACER_EAGER_SIZE"]
+            else:
+                os.environ["TRACER_EAGER_SIZE"] = env
     finally:
-        if env is None:
-            del os.environ["TRACER_EAGER_SIZE"]
-        else:
-            os.environ["TRACER_EAGER_SIZE"] = env
+        sys.setswitchinterval(interval)
 
 
 @pytest.hookimpl(hookwrapper=True)
