@@ -3,18 +3,19 @@ wheel of the test extra): no failure, no register spill, no local memory (stack 
 item 7; `python bench/ptx_report.py` prints the registers, spills and shared memory of the same
 kernels.
 
-The kernels are those the sweep (tests/sweep/test_registry_sweep.py) plans on the cuda backend:
-each ufunc loop with a kernel template for every kernel dtype, mixed dtypes and Python scalars,
-every reduction along no axis, axis 0 and axis 1; plus the library kernels (strided copy,
-matmul, gather and scatter) that other ops run. They are planned with `explain` (nothing runs)
-and compiled to PTX driverless (cuda/ptx.py).
+The kernels are those the sweep (tests/sweep/test_registry_sweep.py) plans on the cuda backend,
+planned with `explain` (nothing runs) and compiled to PTX driverless (cuda/ptx.py): every ufunc
+loop with a kernel template, every reduction (along no axis, axis 0 and axis 1); plus the library
+kernels (strided copy, matmul, gather and scatter) that other ops run.
 
-Cost: compiling a kernel to PTX takes 0.1-0.2 s of Numba's Python pipeline; the sweep plans
-about 900 kernels, too many for CI. Kernels whose generated source and operand dtypes are the
-same up to integer width (int8..int64 as one, uint8..uint64 as another; floats and bool kept
-apart) are one template and one kernel here: the widths change register sizes, not the code
-ptxas schedules. The representative is the dtype the PTX tests of test_cuda.py compile (their
-PTX is reused in one pytest run), else the widest. All modules go to one ptxas call."""
+Cost: compiling a kernel to PTX takes 0.1-0.2 s of Numba's Python pipeline and ptxas about
+0.05 s; the sweep plans about 860 PTX modules (3 min of CPU), too many for CI. So this covers
+every kernel template once, about 310 modules (about 60 s of CPU): per ufunc the float64, int64,
+uint64 and bool loops, float32 only where it calls libm (its own libdevice functions), and
+kernels whose source and operand dtypes are the same up to integer width and signedness count
+once (widths change register sizes, not the code ptxas schedules; bool operands count as int8);
+each reduction along all three axis kinds for its first dtype, along axis 1 for the others.
+"""
 from __future__ import annotations
 
 import itertools
