@@ -1,6 +1,6 @@
 """Every kernel of the registry sweep assembles for sm_90 with `ptxas` (the nvidia-cuda-nvcc
-wheel of the test extra): no failure, no register spill, no local memory (stack frame). Issue 20
-item 7; `python bench/ptx_report.py` prints the registers, spills and shared memory of the same
+wheel of the test extra): no failure, no register spill, no local memory (stack frame) beyond
+libdevice's own (LIBDEVICE_LOCAL). Issue 20 item 7; `python bench/ptx_report.py` prints the registers, spills and shared memory of the same
 kernels.
 
 The kernels are those the sweep (tests/sweep/test_registry_sweep.py) plans on the cuda backend,
@@ -18,7 +18,6 @@ each reduction along all three axis kinds for its first dtype, along axis 1 for 
 """
 from __future__ import annotations
 
-import itertools
 import re
 import time
 
