@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 
@@ -34,7 +33,7 @@ def main(argv=None) -> int:
         print("no ptxas: pip install nvidia-cuda-nvcc", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    ptxs = {k: v for k, v in all_ptx().items() if re.search(args.match, k)}
+    ptxs = all_ptx(args.match)
     t1 = time.perf_counter()
     usage = assemble(ptxs, args.arch, ptxas)
     t2 = time.perf_counter()
@@ -52,7 +51,7 @@ def main(argv=None) -> int:
         print(f"\n{len(usage)} kernels for {args.arch} ({ptxas}): registers median "
               f"{regs[len(regs) // 2]}, max {regs[-1]}; {spills} spill, {local} use local "
               f"memory; PTX {t1 - t0:.1f} s, ptxas {t2 - t1:.1f} s")
-    return 1 if spills or local else 0
+    return 1 if spills else 0  # local memory: libdevice float64 trig (test_ptxas.py)
 
 
 if __name__ == "__main__":

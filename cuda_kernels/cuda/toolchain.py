@@ -170,7 +170,14 @@ def check(cuda) -> None:
     """Raise CudaSetupError if the cuda backend cannot run kernels on this machine."""
     msg = _unavailable(cuda)
     if msg is None:
-        msg = problem(driver_version(), emitted_isa(device_cc(cuda)), jitlink_version())
+        driver = driver_version()
+        try:
+            isa = emitted_isa(device_cc(cuda))
+        except Exception as e:  # noqa: BLE001 - NVRTC or NVVM missing or broken: no kernel compiles
+            raise CudaSetupError(
+                f"tracer: the CUDA toolchain cannot compile a kernel to PTX here "
+                f"({type(e).__name__}: {e}). Fix: {_install(driver)}.") from e
+        msg = problem(driver, isa, jitlink_version())
     if msg is not None:
         raise CudaSetupError(msg)
 

@@ -114,21 +114,19 @@ LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "in
      ("index", "1_1_ser2float32", ("float32", "float32", "float32", "int64"))]
 
 
-def library_kernels():
-    """(label, PTX) of each library kernel in LIBRARY."""
-    from tracer.cuda_kernels.cuda.ptx import library_ptx
-    for kind, arg, dts in LIBRARY:
-        yield f"{kind}-{arg}-{'-'.join(dts)}", library_ptx(kind, arg, dts)
-
-
-def all_ptx() -> dict[str, str]:
-    """label -> PTX of every kernel above (reductions give two: the kernel and its `_fin`)."""
-    from tracer.cuda_kernels.cuda.ptx import compile_ptx
+def all_ptx(match: str = "") -> dict[str, str]:
+    """label -> PTX of every kernel above whose label matches the regex (reductions give two:
+    the kernel and its `_fin`)."""
+    from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
     out = {}
     for label, f, k in sweep_kernels():
-        for kname, ptx in compile_ptx(f, k, cc=(9, 0)).items():
-            out[label + ("-fin" if kname.endswith("_fin") else "")] = ptx
-    out.update(library_kernels())
+        if re.search(match, label):
+            for kname, ptx in compile_ptx(f, k, cc=(9, 0)).items():
+                out[label + ("-fin" if kname.endswith("_fin") else "")] = ptx
+    for kind, arg, dts in LIBRARY:
+        label = f"{kind}-{arg}-{'-'.join(dts)}"
+        if re.search(match, label):
+            out[label] = library_ptx(kind, arg, dts)
     return out
 
 

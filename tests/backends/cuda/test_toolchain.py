@@ -96,6 +96,19 @@ def test_no_gpu_is_a_clear_error_at_the_first_evaluation(unchecked):
         numpy.testing.assert_allclose(numpy.asarray(_w1()), h * h - numpy.sqrt(numpy.abs(h)))
 
 
+def test_a_toolchain_that_cannot_compile_is_the_same_kind_of_error(monkeypatch, unchecked):
+    from numba import cuda
+    monkeypatch.setattr(toolchain, "_unavailable", lambda cuda: None)
+    monkeypatch.setattr(toolchain, "driver_version", lambda: (13, 0))
+    monkeypatch.setattr(toolchain, "device_cc", lambda cuda: (9, 0))
+
+    def missing(cc):
+        raise OSError("libnvrtc.so.13: cannot open shared object file")
+    monkeypatch.setattr(toolchain, "emitted_isa", missing)
+    with pytest.raises(CudaSetupError, match=r"libnvrtc.*tracer-arrays\[cuda13\]"):
+        toolchain.device_api(cuda)
+
+
 @pytest.mark.parametrize("value,sim", [("1", True), ("0", False), ("", False), ("x", False)])
 def test_numba_switch_selects_the_simulator(monkeypatch, value, sim):
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", value)  # read as Numba reads it: an integer
