@@ -154,13 +154,13 @@ def no_gpu_message(reason: str) -> str:
             f"kernels on Numba's simulator (NUMBA_ENABLE_CUDASIM=1; slow, meant for tests).")
 
 
-def _unavailable(cuda) -> str | None:
+def _unavailable() -> str | None:
     """Why numba-cuda cannot run kernels here, None when it can."""
     from numba.cuda.cudadrv import driver, nvvm
     if not driver.driver.is_available:
         err = str(driver.driver.initialization_error or "no driver").strip()
         return no_gpu_message(" ".join(err.split()))
-    if not cuda.is_available() and not nvvm.is_available():
+    if not nvvm.is_available():
         return (f"tracer: the GPU's driver is for CUDA {_v(driver_version())}, but no CUDA "
                 f"compiler (libNVVM) is installed. Fix: {_install(driver_version())}.")
     return None
@@ -168,7 +168,7 @@ def _unavailable(cuda) -> str | None:
 
 def check(cuda) -> None:
     """Raise CudaSetupError if the cuda backend cannot run kernels on this machine."""
-    msg = _unavailable(cuda)
+    msg = _unavailable()
     if msg is None:
         driver = driver_version()
         try:

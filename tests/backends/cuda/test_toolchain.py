@@ -65,7 +65,7 @@ def test_an_old_driver_is_one_error_before_any_kernel_compiles(monkeypatch, unch
     extras install) and no nvJitLink: the first evaluation raises, naming both versions and the
     extra, and compiles nothing; later evaluations raise the same error."""
     from numba import cuda
-    monkeypatch.setattr(toolchain, "_unavailable", lambda cuda: None)  # a GPU is there
+    monkeypatch.setattr(toolchain, "_unavailable", lambda: None)  # a GPU is there
     monkeypatch.setattr(toolchain, "device_cc", lambda cuda: (9, 0))
     monkeypatch.setattr(toolchain, "driver_version", lambda: (12, 0))
     monkeypatch.setattr(toolchain, "jitlink_version", lambda: None)
@@ -98,7 +98,7 @@ def test_no_gpu_is_a_clear_error_at_the_first_evaluation(unchecked):
 
 def test_a_toolchain_that_cannot_compile_is_the_same_kind_of_error(monkeypatch, unchecked):
     from numba import cuda
-    monkeypatch.setattr(toolchain, "_unavailable", lambda cuda: None)
+    monkeypatch.setattr(toolchain, "_unavailable", lambda: None)
     monkeypatch.setattr(toolchain, "driver_version", lambda: (13, 0))
     monkeypatch.setattr(toolchain, "device_cc", lambda cuda: (9, 0))
 
