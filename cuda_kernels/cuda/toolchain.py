@@ -17,6 +17,7 @@ import os
 import re
 
 from tracer.ir.config import CONFIG
+from ..compiler import cache_dir, writable
 
 # the extras of setup.cfg that install a toolkit for a driver's CUDA major version
 EXTRAS = {12: "cuda12", 13: "cuda13"}
@@ -122,7 +123,6 @@ def emitted_isa(cc: tuple[int, int]) -> tuple[int, int]:
     """The PTX ISA this toolchain's NVVM writes for compute capability cc: a tiny kernel's
     `.version`, remembered in the kernel cache's folder by NVVM library."""
     from numba import cuda
-    from ..compiler import cache_dir, writable
     key = _nvvm_key(cc)
     path = os.path.join(cache_dir(), "ptx_isa.json")
     try:
