@@ -3,6 +3,7 @@ generated parts (`Gen`), launch accounting, constant fills."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,19 @@ class Gen:
     meta: dict = field(default_factory=dict)
 
 
+@dataclass
+class ErrorHooks:
+    """How a device backend reports an error its kernels flagged, found at a later wait: the
+    frontend's functions (tracer.debug sets them as it loads; this floor imports nothing
+    above it). `user_site()`: the raw site of the user's line running tracer now;
+    `raise_error(exc, node, graph, raw site)`: raise exc at the user's line."""
+    user_site: Callable[[], tuple] | None = None
+    raise_error: Callable[..., None] | None = None
+
+
+ERROR_HOOKS = ErrorHooks()
+
+
 def const_value(c: Node):
     return c.dtype.type(c.attr("value"))
 
@@ -35,8 +49,9 @@ def fill(shape, dtype, value) -> np.ndarray:
 
 
 def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
-                  recompile: bool = False) -> None:
-    """Count a launch; a launch that compiled (or loaded from disk) counts as compile time."""
+                  recompile: bool = False, launches: int = 1) -> None:
+    """Count a kernel's run (`launches`: the device launches it took, 0 for no work); one
+    that compiled (or loaded from disk) counts as compile time."""
     STATS.kernels_compiled += compiled
     STATS.cache_hits_disk += disk_hit
     STATS.recompiles += recompile
@@ -44,7 +59,7 @@ def record_launch(seconds: float, compiled: bool, disk_hit: bool = False,
         STATS.compile_s += seconds
     else:
         STATS.run_s += seconds
-    STATS.kernels_launched += 1
+    STATS.kernels_launched += launches
 
 
 class Backend(ABC):

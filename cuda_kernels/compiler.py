@@ -121,6 +121,11 @@ class Kernel:
 
 
 _MEM: dict[tuple[str, str, bool, bool], Kernel] = {}
+# (backend, body key, flat) of every kernel planned: a body planned again for another size class
+# (PARALLEL_MIN: a serial kernel below it, a parallel one above) is a new kernel, which the
+# stats count as a recompile. Not a runtime branch: both loops in every kernel would double
+# each kernel's compile time to save a compile when a program's sizes cross the line
+_BODIES: set[tuple[str, str, bool]] = set()
 
 
 def write_atomic(path: str, data: str | bytes) -> None:
@@ -188,24 +193,35 @@ def purge_disk_cache(module: str, name: str) -> bool:
 
 
 def import_module(name: str, path: str, inject: dict | None = None):
-    """Import a generated module; `inject` binds names (e.g. the CUDA jit decorators) first."""
+    """Import a generated module; `inject` binds names (e.g. the CUDA jit decorators) first.
+    Another thread sees the module only once it has finished executing (it is in
+    sys.modules during its execution, as Numba's cache pickles need: `_DONE` tells)."""
     modname = f"tracer_gen.{name}"
     mod = sys.modules.get(modname)
-    if mod is not None and getattr(mod, "__file__", None) == path:
+    if mod is not None and _DONE.get(modname) == path:
         return mod
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__dict__.update(inject or {})
-    sys.modules[modname] = mod  # before exec: Numba's cache pickles refer to it
-    try:
-        if path in _SOURCES:
-            exec(compile(_SOURCES[path], path, "exec"), mod.__dict__)
-        else:
-            spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[modname]  # a later import tries again
-        raise
+    with _IMPORTING:
+        mod = sys.modules.get(modname)
+        if mod is not None and _DONE.get(modname) == path:
+            return mod
+        spec = importlib.util.spec_from_file_location(modname, path)
+        mod = importlib.util.module_from_spec(spec)
+        mod.__dict__.update(inject or {})
+        sys.modules[modname] = mod  # before exec: Numba's cache pickles refer to it
+        try:
+            if path in _SOURCES:
+                exec(compile(_SOURCES[path], path, "exec"), mod.__dict__)
+            else:
+                spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[modname]  # a later import tries again
+            raise
+        _DONE[modname] = path
     return mod
+
+
+_IMPORTING = threading.RLock()  # (reentrant: a module's execution may import another)
+_DONE: dict[str, str] = {}  # generated modules fully executed: name -> path
 
 
 def _request_key(be: Backend, body: Node, kind: str, flat: bool, parallel: bool) -> tuple:
@@ -252,6 +268,7 @@ def _indexed_module(name: str, gen) -> str | None:
         damaged(f"{module_path(mod)} does not match its hash")
         _remove(module_path(mod))
         sys.modules.pop(f"tracer_gen.{mod}", None)
+        _DONE.pop(f"tracer_gen.{mod}", None)
     return mod if intact else None
 
 
@@ -296,6 +313,9 @@ def plan_kernels(requests: list[tuple[Node, str, bool, bool]], be: Backend) -> l
     for body, kind, flat, parallel in requests:
         mk = _request_key(be, body, kind, flat, parallel)
         if mk not in _MEM:
+            if mk[:3] in _BODIES:  # the other size class (serial/parallel) of a known kernel
+                STATS.recompiles += 1
+            _BODIES.add(mk[:3])
             name = _kernel_name(body, kind, mk)
             gen = be.generate(body, kind, name, flat, parallel)
             _MEM[mk] = Kernel(name, be.name, kind, batch_source(gen.header, [(name, gen.helpers,

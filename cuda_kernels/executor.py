@@ -4,11 +4,13 @@ imports nothing; `compile` loads the new kernels (one batched module) and starts
 compiles; `run` executes."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracer.ir.config import CONFIG
 from tracer.ir.node import Buffer, Node, Slot
 from tracer.ir.registry import (LIBRARY_OPS, VIEW_OPS, consts_only, fusion_outputs,
                                  leaf_const)
@@ -43,6 +45,7 @@ class Program:
     steps: list | None = None  # what `run` does at each position (_steps), made at its first run
     fast: list | None = None  # the steps of a warm run (_fast_steps), made at its first
     warm: bool = False  # every kernel has been compiled once (none compiles at its launch)
+    last_run: dict | None = None  # device counters of its last run (DEVICE_COUNTERS; cuda)
 
     @property
     def storage_roots(self) -> set[int]:
@@ -153,6 +156,17 @@ class PeakMeter:
         self.peak = max(self.peak, sum(live.values()))
 
 
+# the stats a device run is judged by, per run in Program.last_run
+DEVICE_COUNTERS = ("kernels_launched", "host_waits", "h2d_copies", "h2d_bytes", "d2h_copies",
+                   "d2h_bytes")
+
+
+def format_counters(c: dict) -> str:
+    return (f"{c['kernels_launched']} launches, {c['host_waits']} host waits, "
+            f"h2d {c['h2d_copies']} copies {c['h2d_bytes']} B, "
+            f"d2h {c['d2h_copies']} copies {c['d2h_bytes']} B")
+
+
 # what run does at a position of the program's order
 _INPUT, _CONST, _FILL, _FUSION, _OUTPUT, _NODE = range(6)
 
@@ -161,13 +175,14 @@ def _steps(program: Program) -> list[tuple]:
     """Per position of program.order: (what, id(node), node, input ids, a, b, dead), where
     `dead` lists the values no later position reads; a and b: the constant's value, a fill's
     value, a fusion's (kernel, (constants, reuse, output types)), an output's index, a node's
-    whether it updates in place."""
+    whether it updates in place; an input's `b`: whether it is read on the host only."""
+    starts_only = _starts_only(program.order)
     steps = []
     for n, dead in zip(program.order, program.dead_after):
         nid = id(n)
         ins = tuple([id(i) for i in n.inputs])
         if n.op == "input":
-            step = (_INPUT, nid, n, ins, n.attr("buf"), None, dead)
+            step = (_INPUT, nid, n, ins, n.attr("buf"), nid in starts_only, dead)
         elif n.op == "const":
             step = (_CONST, nid, n, ins, const_value(n), None, dead)
         elif nid in program.fills:
@@ -186,13 +201,27 @@ def _steps(program: Program) -> list[tuple]:
     return steps
 
 
+def _starts_only(order: list[Node]) -> set[int]:
+    """The leaves read only as a dynamic slice's starts (a cached plan's lifted slice
+    parameters): a device backend reads them on the host, so they are neither uploaded nor
+    waited for."""
+    use: dict[int, bool] = {}
+    for n in order:
+        for k, i in enumerate(n.inputs):
+            if i.op == "input":
+                use[id(i)] = use.get(id(i), True) and n.op == "dynamic_slice" and k == 1
+    return {i for i, only in use.items() if only}
+
+
 _NO_BIND: dict = {}
 
 
 def run(program: Program, bind: dict[int, Buffer] | None = None,
-        meter: PeakMeter | None = None) -> list[Buffer]:
+        meter: PeakMeter | None = None, graph=None) -> list[Buffer]:
     """Run the program; `bind` maps input nodes (by id) to the buffers to read instead of
-    theirs (a cached plan's slots); `meter` measures what its intermediates held."""
+    theirs (a cached plan's slots); `meter` measures what its intermediates held; `graph`:
+    the user's graph it computes (roots, or a function building them), where a device error
+    found at a later wait is located (backends with `run_graph`)."""
     be = backends.get(program.backend)
     steps = program.steps
     if steps is None:
@@ -200,7 +229,13 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
     if bind is None:
         bind = _NO_BIND
     if meter is not None or be.releases_storage or not program.warm:
-        return _run(program, be, steps, bind, meter)
+        if graph is None or not hasattr(be, "run_graph"):
+            return _run(program, be, steps, bind, meter)
+        be.run_graph = graph
+        try:
+            return _run(program, be, steps, bind, meter)
+        finally:
+            be.run_graph = None
     # a warm program (every kernel compiled) with nothing to measure or hand back: _run's
     # steps, less what does not apply, fusions by their launchers
     fast = program.fast
@@ -287,6 +322,7 @@ def _fast_steps(program: Program, be, steps: list) -> tuple[list, list]:
 def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
          ) -> list[Buffer]:
     """run(), every case."""
+    before = [getattr(STATS, c) for c in DEVICE_COUNTERS] if be.name == "cuda" else None
     vals: dict[int, object] = {}
     # the results' storage, as soon as it is made: a multi-output fusion's parts are results
     # before the `output` nodes that pick them out run
@@ -320,7 +356,9 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
                         cold.discard(id(a))
                         bar.step()
             elif what == _INPUT:
-                vals[nid] = be.from_buffer(bind.get(nid) or a)
+                buf = bind.get(nid) or a
+                v = buf.value
+                vals[nid] = v if b and isinstance(v, np.ndarray) else be.from_buffer(buf)
             elif what == _CONST:
                 vals[nid] = a
             elif what == _FILL:
@@ -355,6 +393,11 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
         program.warm = all(k.pending is None and getattr(k.fn, "overloads", True)
                            for k in program.kernels)
     be.start_deferred()
+    if before is not None:
+        be.guard([vals[id(r)] for r in program.roots])
+        program.last_run = {c: getattr(STATS, c) - b for c, b in zip(DEVICE_COUNTERS, before)}
+        if CONFIG.debug >= 1:
+            print(f"[tracer] device run: {format_counters(program.last_run)}", file=sys.stderr)
     out = []
     for r in program.roots:
         v = vals[id(r)]

@@ -61,7 +61,24 @@ class Config:
     eager_size: int = field(
         default_factory=lambda: int(os.environ.get("TRACER_EAGER_SIZE", EAGER_SIZE) or 0))
 
+    # derived, not fields: `eager_ops` says whether adaptive laziness runs ops at once, read
+    # on every op, so it is one attribute kept up to date here rather than four tests there;
+    # `recording_all` > 0 while tracer.jit traces (every op must be recorded)
+    def __post_init__(self):
+        object.__setattr__(self, "recording_all", 0)
+        self._derive()
 
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name in _EAGER_KNOBS and "eager_ops" in self.__dict__:  # (not during __init__)
+            self._derive()
+
+    def _derive(self) -> None:  # check_nans: every op recorded, so evaluation finds the NaN's op
+        object.__setattr__(self, "eager_ops", self.eager_size > 0 and not self.recording_all
+                           and not self.eager and not self.check_nans)
+
+
+_EAGER_KNOBS = frozenset({"eager_size", "eager", "check_nans", "recording_all"})
 CONFIG = Config()
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 @dataclass
 class Stats:
     kernels_compiled: int = 0
-    kernels_launched: int = 0
+    kernels_launched: int = 0  # every device launch: fusions, library kernels, second passes
     cache_hits_memory: int = 0
     cache_hits_disk: int = 0
     recompiles: int = 0
@@ -20,6 +20,11 @@ class Stats:
     split_chunks: int = 0     # chunks run by memory_budget's splitter
     planned_peak_bytes: int = 0   # the last budgeted evaluation: planned intermediates and results
     measured_peak_bytes: int = 0  # ... and the most its run held at once
+    host_waits: int = 0       # times the host waited for the device (stream synchronizations)
+    h2d_copies: int = 0       # host-to-device copies and their bytes
+    h2d_bytes: int = 0
+    d2h_copies: int = 0       # device-to-host copies and their bytes
+    d2h_bytes: int = 0
     trace_s: float = 0.0
     optimize_s: float = 0.0
     codegen_s: float = 0.0

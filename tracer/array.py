@@ -330,6 +330,21 @@ class ndarray:
     def __deepcopy__(self, memo):
         return self.copy()
 
+    def __reduce__(self):
+        """pickle (joblib, multiprocessing, dask): the values, evaluated now, as NumPy pickles
+        them (its layout kept), with the flags; unpickled, a realized array of its own: a view
+        comes back independent of its base, as a NumPy view does."""
+        return _unpickle, (to_numpy(self), self.flags.writeable, getattr(self, "_arr0", False))
+
+
+def _unpickle(value: np.ndarray, writeable: bool, arr0: bool) -> ndarray:
+    out = ndarray(Var(G.leaf(value)))
+    if arr0:
+        out._arr0 = True  # (any other 0-d array stands for NumPy's scalar, as it did)
+    if not writeable:
+        out.flags.writeable = False
+    return out
+
 
 _new = object.__new__
 _C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's view (views are

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
+from tracer.cuda_kernels.base import ERROR_HOOKS
 from tracer.ir import node as node_module
 from tracer.ir.node import Node, make, set_site, toposort, users
 from tracer.ir.config import CONFIG
@@ -264,9 +265,15 @@ def replay(roots: list[Node], stop) -> tuple[Node, list[Node]] | None:
     return None
 
 
+def mark_located(exc: BaseException, n: Node) -> None:
+    """exc was raised by op n (found without a replay: a device kernel flagged it)."""
+    exc.tracer_op = weakref.ref(n)
+
+
 def locate_error(roots: list[Node], exc: BaseException) -> None:
     """Raise `exc` again from the user's line of the op that raised it, if a replay finds it."""
-    if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
+    if not isinstance(exc, Exception) or isinstance(exc, MemoryError) or \
+            getattr(exc, "tracer_op", None) is not None:  # located already (mark_located)
         return
     try:
         found = replay(roots, type(exc))
@@ -327,9 +334,37 @@ def check_outputs(roots: list[Node], values: list) -> None:
         _raise_made(n, kinds[0], site_of(n, order))
 
 
-def raise_at(exc: BaseException, site: Site, op: str):
+def evaluation_site() -> tuple:
+    """The raw site of the user's line running tracer now (an evaluation)."""
+    f = user_frame()
+    return (f.f_code, f.f_lasti, "evaluation", f.f_globals.get("__name__"))
+
+
+def raise_device_error(exc: Exception, n: Node, graph, raw: tuple | None):
+    """Raise an error a kernel flagged on the device for op `n` (a program's node, which
+    has no call site), found at a later wait: at the user's line of the op a NumPy replay of
+    the evaluation's `graph` (its roots, or a function that builds them; None: not known)
+    finds raising it, else at the line that evaluated it (`raw`: its raw site)."""
+    mark_located(exc, n)
+    if graph is not None:
+        roots = graph if isinstance(graph, list) else graph()
+        found = replay(roots, type(exc))
+        site = site_of(*found) if found is not None else None
+        if site is not None:
+            raise_at(exc, site, n.op)
+    if raw is None:
+        raise exc
+    site = site_from_raw(raw)
+    raise_at(exc, site, n.op, f"tracer: raised by `{n.op}` (flagged on the device) in the "
+                              f"evaluation at {site}")
+
+
+ERROR_HOOKS.user_site, ERROR_HOOKS.raise_error = evaluation_site, raise_device_error
+
+
+def raise_at(exc: BaseException, site: Site, op: str, note: str | None = None):
     """Raise exc from a frame at the user's line, so the traceback ends there."""
-    exc.add_note(f"tracer: raised by `{op}`, recorded at {site} ({site.func})")
+    exc.add_note(note or f"tracer: raised by `{op}`, recorded at {site} ({site.func})")
     code = compile("\n" * (site.line - 1) + "raise __tracer_error__", site.file, "exec")
     code = code.replace(co_name=f"<tracer: {op} recorded here>")
     if CONFIG.debug < 1:

@@ -6,11 +6,7 @@ by the new array), or the NumPy scalar NumPy returns. No node is recorded, nothi
 evaluate; the values are NumPy's own bits (held by a store.HostVar: no leaf node until one
 is asked for). Ops on pending or large values stay lazy.
 
-Element access goes straight to the realized buffer: `a[i, j]` returns NumPy's scalar;
-`a[i, j] = v` writes into a buffer the array owns (copied once on the first write) when no
-pending graph could read it. A basic view of a realized array (`a[i, :j]`) is a lazy view,
-so writes reach its base, that carries NumPy's view of the buffer for reads (`_hmemo`, kept
-while the base's version stays); its steps are worked out only when asked (view.KeyView).
+Element access and in-place writes on realized arrays are in tracer/element.py.
 
 Each entry point returns `NO` where it does not apply (or hands the call to its fallback);
 the caller then records as usual. The operators and indexing hooks are built here, their
@@ -22,30 +18,23 @@ import weakref
 
 import numpy as np
 
-from tracer.ir.node import Buffer, make
 from tracer.ir.config import CONFIG
 from . import budget
 from .array import _C_VIEWS, c_view, ndarray
-from .view import KeyView, View, c_strides, f_strides
-from .store import (_PENDING, LOCK, NODE_SLOT, HostVar, Var, any_pending, apply_view_numpy,
-                    evaluate_vars, flush, own)
+from .view import View, c_strides, f_strides
+from .store import NODE_SLOT, HostVar, apply_view_numpy, evaluate_vars
 
 NO = object()
-_OFF = [0]  # > 0 while tracer.jit traces a function: every op must be recorded
-
-
-def enabled() -> bool:  # check_nans: every op recorded, so that evaluation finds the NaN's op
-    return CONFIG.eager_size > 0 and not _OFF[0] and not CONFIG.eager and not CONFIG.check_nans
 
 
 class recording_all:
     """`with recording_all():` every op is recorded (a trace that replays later)."""
 
     def __enter__(self):
-        _OFF[0] += 1
+        CONFIG.recording_all += 1
 
     def __exit__(self, *exc):
-        _OFF[0] -= 1
+        CONFIG.recording_all -= 1
 
 
 def host(a: ndarray) -> np.ndarray | None:
@@ -155,7 +144,7 @@ _held, _hold = NODE_SLOT.__get__, NODE_SLOT.__set__
 def binary(uf, x, y):
     """uf(x, y) by NumPy when both operands are realized and small (ufunc(), for the
     operators' two operands without keywords); NO otherwise."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
+    if not CONFIG.eager_ops:
         return NO
     if type(x) is ndarray:  # operand(), its usual case inline (host's too)
         memo = x._hmemo
@@ -184,7 +173,7 @@ def operator(uf, record, fallback, reflected: bool = False):
     that is a lazy array or a Python number (no frame between the user's and the recording's:
     it looks for the user's), fallback(self, other) for any other."""
     def op(self, other):
-        if not (_OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans):
+        if CONFIG.eager_ops:
             memo = self._hmemo
             h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
             if h is not None and h.size <= CONFIG.eager_size:
@@ -209,8 +198,7 @@ _OPERANDS = (ndarray, int, float, complex)
 
 def ufunc(uf, args, kwargs=None):
     """A ufunc call by NumPy when every operand is realized and small; NO otherwise."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans or \
-            len(args) != uf.nin:
+    if not CONFIG.eager_ops or len(args) != uf.nin:
         return NO
     if kwargs:
         if kwargs.get("out") is not None:
@@ -241,8 +229,7 @@ def call(fn, args, kwargs):
     (a list or tuple argument is looked into one level). NO otherwise, where an `out` is given
     (by keyword or by position), and where NumPy's result is a view of an argument (a lazy
     view records it)."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans or \
-            budget.active() is not None:
+    if not CONFIG.eager_ops or budget.active() is not None:
         return NO
     at = _out_at(fn)
     if len(args) > at and args[at] is not None:  # out given by position
@@ -328,7 +315,7 @@ def _has_no(xs) -> bool:
 def create(fn, size: int, args, kwargs):
     """A creation function (zeros, full, arange, ...) by NumPy, for a result of `size`
     elements at most CONFIG.eager_size; NO otherwise."""
-    if not enabled() or size > CONFIG.eager_size or kwargs.get("like") is not None:
+    if not CONFIG.eager_ops or size > CONFIG.eager_size or kwargs.get("like") is not None:
         return NO
     seen: list = []
     hs = [_argument(x, seen) for x in args]
@@ -343,7 +330,7 @@ def method(name: str, fallback):
     numpy_method = getattr(np.ndarray, name)
 
     def m(self, *args, **kwargs):
-        if not args and not kwargs and enabled():  # a.sum(): the common call, in short
+        if not args and not kwargs and CONFIG.eager_ops:  # a.sum(): the common call, in short
             memo = self._hmemo  # (host(self), its usual case inline)
             h = memo[1] if memo is not None and memo[0] == self._var.version else host(self)
             if h is not None and h.size <= CONFIG.eager_size:
@@ -363,230 +350,3 @@ def function(fn, numpy_fn):
         return fn(*args, **kwargs) if r is NO else r
     f.__name__, f.__doc__, f.__wrapped__ = fn.__name__, fn.__doc__, fn
     return f
-
-
-def read_only(a: ndarray) -> np.ndarray | None:
-    """A read-only NumPy view of a's values where eager reads may take it (evaluating a
-    small pending base first, as _realized), else None."""
-    h = readable(a)
-    if h is None:
-        return None
-    h = h.view()
-    h.flags.writeable = False
-    return h
-
-
-def readable(a: ndarray) -> np.ndarray | None:
-    """read_only(a) for a caller that hands out nothing of it (no view): NumPy's view
-    itself."""
-    if not enabled():
-        return None
-    memo = a._hmemo  # (host(a), its usual case inline)
-    return memo[1] if memo is not None and memo[0] == a._var.version else _realized(a)
-
-
-def reader(name: str, fallback):
-    """The lazy array's method `name` (item, tolist, __float__, ...: each gives Python or
-    NumPy scalars, no view), NumPy's on the realized values where readable() gives them."""
-    numpy_method = getattr(np.ndarray, name)
-
-    def m(self, *args):
-        h = readable(self)
-        return fallback(self, *args) if h is None else numpy_method(h, *args)
-    m.__name__ = name
-    return m
-
-
-def iterate(a: ndarray, fallback):
-    """`for v in a` over a realized 1-d array: NumPy's scalars (rows of a larger one are
-    views, so writes through them reach a)."""
-    if len(a._view.shape) == 1:
-        h = readable(a)
-        if h is not None:
-            return iter(h)
-    return fallback(a)
-
-
-def indexer(fallback):
-    """The lazy array's `__getitem__`: for a key of integers and slices on a realized host
-    array, NumPy's indexing: NumPy's scalar for an element (evaluating a pending base first,
-    as _realized), else a view of the array (writes through it reach it) that comes with
-    NumPy's view for reads (a KeyView: its steps are worked out when first asked). Any other
-    key, or a view of a pending or device array: fallback."""
-    def __getitem__(self, key):
-        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
-            return fallback(self, key)
-        t = type(key)
-        if t is tuple:
-            for k in key:
-                t = type(k)
-                if t is not int and t is not slice and not isinstance(k, np.integer):
-                    return fallback(self, key)
-        elif t is not int and t is not slice and not isinstance(key, np.integer):
-            return fallback(self, key)
-        var = self._var
-        memo = self._hmemo  # (host(self), its usual case inline)
-        if memo is not None and memo[0] == var.version:
-            h = memo[1]
-        else:
-            h = host(self)
-            if h is None:
-                k = key if type(key) is tuple else (key,)
-                if len(k) != len(self._view.shape) or any(type(i) is slice for i in k):
-                    return fallback(self, key)  # a view of a pending value: recorded
-                h = _realized(self)  # an element of it: evaluated first
-                return fallback(self, key) if h is None else h[key]
-            memo = self._hmemo
-        r = h[key]  # NumPy's errors, NumPy's scalar
-        if type(r) is not np.ndarray:
-            return r
-        view = self._view
-        kv = _new(KeyView)  # (KeyView(view, key, r.shape), inline)
-        kv._src = (view, key if type(key) is tuple else (key,))
-        kv.shape, kv.writeable = r.shape, view.writeable
-        out = _new(ndarray)
-        out._var, out._view, out._memo = var, kv, None
-        # NumPy's view for reads, unless h is a copy host() did not keep
-        out._hmemo = (var.version, r) if memo is not None and memo[1] is h else None
-        return out
-    return __getitem__
-
-
-_BASIC = (int, np.integer, type(None), type(Ellipsis))
-
-
-def _basic_key(key) -> bool:
-    """key is NumPy basic indexing by integers and slices with integer bounds (no arrays)."""
-    for k in (key if type(key) is tuple else (key,)):
-        if isinstance(k, slice):
-            if not all(isinstance(b, _BASIC) and not isinstance(b, type(Ellipsis))
-                       for b in (k.start, k.stop, k.step)):
-                return False
-        elif not isinstance(k, _BASIC) or isinstance(k, bool):
-            return False
-    return True
-
-
-def get_items(a: ndarray, key):
-    """a[key] for a key with integer or boolean arrays (a copy in NumPy): NumPy's result
-    where a and the key's arrays are realized and small; NO otherwise."""
-    return call(_getitem, (a, key), {})
-
-
-def _getitem(x, key):
-    return x[key]
-
-
-def writer(fallback):
-    """The lazy array's `__setitem__`: a number written at a key of integers and slices into
-    a buffer the array's base owns, nothing pending (_owned's usual case, inline), is NumPy's
-    write; any other write by set_element, or else fallback (recorded)."""
-    def __setitem__(self, key, value):
-        if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
-            return fallback(self, key, value)
-        view = self._view
-        if isinstance(value, _NUMBERS) and not view.steps and view.writeable:
-            t = type(key)
-            if t is tuple:
-                for k in key:
-                    t = type(k)
-                    if t is not int and t is not slice and not isinstance(k, np.integer):
-                        break
-                else:
-                    t = int
-            if t is int or t is slice or isinstance(key, np.integer):
-                var = self._var
-                _acquire()
-                try:
-                    if not _PENDING and type(var) is Var:
-                        node = var.node
-                        if node.op == "input" and node.attrs[0][1].owner == id(var):
-                            node.attrs[0][1].host[key] = value
-                            return None
-                finally:
-                    _release()
-        if not set_element(self, key, value):
-            fallback(self, key, value)
-    return __setitem__
-
-
-_acquire, _release = LOCK.acquire, LOCK.release  # (not `with LOCK`: three times the cost)
-
-
-def set_element(a: ndarray, key, value) -> bool:
-    """a[key] = value by NumPy into a's buffer (see _owned), for a key and a value NumPy may
-    take now (see call); False where the write is recorded."""
-    if not enabled() or isinstance(value, (list, tuple)):
-        return False  # a sequence NumPy converts as it writes: recorded, nothing half-written
-    seen: list = []
-    if not _basic_key(key):  # integer or boolean arrays: NumPy checks them before writing
-        key = _argument(key, seen)
-        if key is NO:
-            return False
-    v = _argument(value, seen)
-    if v is NO:
-        return False
-    with LOCK:
-        h = _owned(a)
-        if h is None:
-            return False
-        h[key] = v
-    return True
-
-
-def update(uf, a: ndarray, other) -> bool:
-    """a op= other by NumPy's in-place ufunc into a's buffer (see _owned), a small array;
-    False where it is recorded."""
-    if _OFF[0] or CONFIG.eager_size <= 0 or CONFIG.eager or CONFIG.check_nans:
-        return False
-    o = operand(other)
-    if o is NO:
-        return False
-    _acquire()
-    try:
-        h = _owned(a)
-        if h is None or h.size > CONFIG.eager_size:
-            return False
-        uf(h, o, out=h)
-    finally:
-        _release()
-    return True
-
-
-def _owned(a: ndarray) -> np.ndarray | None:
-    """a's values as a writable NumPy view of a buffer that a's base alone holds (copied
-    here on the first write), when no pending graph could read the buffer; else None. The
-    caller holds LOCK."""
-    view = a._view
-    if not view.writeable:
-        return None
-    var = a._var
-    if not _PENDING and type(var) is Var and not view.steps:  # the usual write: into a
-        node = var.node  # buffer it owns (an owned buffer is a writeable copy)
-        if node.op == "input" and node.attrs[0][1].owner == id(var):
-            return node.attrs[0][1].host
-    if _bitcast(view.steps):
-        return None  # a view through a dtype change may be a copy on the host
-    if _realized(a) is None:
-        return None
-    if any_pending():  # a pending graph may read this buffer: its value is computed first
-        if budget.active() is not None:
-            return None
-        flush()
-        if any_pending():  # a value whose evaluation failed (it raises where it is read)
-            return None
-    buf = var.node.attrs[0][1]
-    if buf.owner != id(var) or not buf.host.flags.writeable:  # copy on the first write
-        leaf = var.node
-        buf = Buffer(np.array(buf.host, copy=True))
-        var.node = make("input", (), leaf.shape, leaf.dtype, (("buf", buf),))
-        var.version += 1
-        own(buf, var)
-    h = host(a)
-    if a._view.steps and (a._hmemo is None or a._hmemo[1] is not h):
-        return None  # NumPy's copy (see host): the write is recorded
-    return h
-
-
-def _bitcast(steps: tuple) -> bool:
-    return any(kind == "bitcast" for kind, _ in steps)

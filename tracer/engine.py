@@ -228,7 +228,7 @@ def run(program, bind, graph, split=None) -> list:
             bufs = budgeted.run(_graph(graph), program, bind, limit, split, program.backend,
                                 execute, lambda g, be: plan(g, be)[0])
         else:
-            bufs = executor.run(program, bind)
+            bufs = executor.run(program, bind, graph=graph)
     except Exception as e:
         if _RUNNING[0] == 1:  # the user's graph, not a chunk of it
             debug.locate_error(_graph(graph), e)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tracer.ir.node import Node, toposort
 from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
-from . import engine
+from tracer.cuda_kernels.executor import format_counters
+from . import engine, plans
 from .drawing import save, to_dot
 
 
@@ -28,6 +29,8 @@ class Plan:
         self.bytes_copied = program.bytes_copied if program is not None else 0
         self.backend = program.backend if program is not None else engine.backend()
         self._kernel_of = program.kernel_of if program is not None else {}
+        # the device counters of the last evaluation of this graph's cached plan (cuda)
+        self.last_run = _last_run([r for r, s in zip(before, small) if not s], self.backend)
 
     def to_dot(self, before: bool = False) -> str:
         """The graph after optimization (or `before` it) as Graphviz DOT text; each fused
@@ -55,6 +58,8 @@ class Plan:
         out += [f"== graph after ({len(self.kernels)} kernels, backend {self.backend})",
                 str(self.graph_after), f"== peak_bytes {self.peak_bytes}, "
                 f"bytes_copied {self.bytes_copied}"]
+        if self.last_run is not None:
+            out += [f"== last evaluation of this plan: {format_counters(self.last_run)}"]
         for n, k in zip(self._fusions, self.kernels):
             # the source's `# node i:` comments count the body's nodes in order
             nodes = ", ".join(f"{i} %{m.uid}" for i, m in enumerate(toposort([n.attr("body")])))
@@ -73,6 +78,18 @@ class _Graph:
         return format_graph(self.roots)
 
     __repr__ = __str__
+
+
+def _last_run(roots: list[Node], backend: str) -> dict | None:
+    """Program.last_run of the plan cached for these roots (looked up, nothing made)."""
+    if not roots:
+        return None
+    key, values = plans.signature(roots, backend)[:2]
+    try:
+        found = plans.find(key, values)
+    except TypeError:  # an unhashable attribute: no plan
+        return None
+    return found[0].program.last_run if found is not None else None
 
 
 def explain(*arrays) -> Plan:

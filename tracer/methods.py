@@ -6,7 +6,7 @@ import numpy as np
 
 from . import graph as G
 from . import reductions as R
-from . import building, eager, einsum, linalg, sorting
+from . import building, eager, einsum, element, linalg, sorting
 from .dispatch import LAZY
 from .array import lazy, ndarray, stands_for_scalar
 from .creation import zeros_like
@@ -45,19 +45,19 @@ def _inplace(uf, dunder):
         if stands_for_scalar(self):  # `s += x` rebinds s to a new scalar, as in NumPy
             r = eager.ufunc(uf, (self, other))
             return apply_ufunc(uf, (self, other)) if r is eager.NO else r
-        if not eager.update(uf, self, other):
+        if not element.update(uf, self, other):
             apply_ufunc(uf, (self, other), out=self)
         return self
     return op
 
 
 def _getitem(self, key):
-    """a[key] where eager.indexer does not take it."""
+    """a[key] where element.indexer does not take it."""
     if self._view.shape and not _is_scalar_key(self, _norm_key(key)):
         v = quick_view(self, key)
         if v is not None:
             return v
-        r = eager.get_items(self, key)  # a view NumPy would make comes back NO: recorded
+        r = element.get_items(self, key)  # a view NumPy would make comes back NO: recorded
         if r is not eager.NO:
             return r
     return getitem(self, key)
@@ -180,8 +180,8 @@ def install() -> None:
     ndarray.__matmul__ = _matmul
     ndarray.__rmatmul__ = _rmatmul
     ndarray.__imatmul__ = _imatmul
-    ndarray.__getitem__ = eager.indexer(_getitem)
-    ndarray.__setitem__ = eager.writer(setitem)
+    ndarray.__getitem__ = element.indexer(_getitem)
+    ndarray.__setitem__ = element.writer(setitem)
     ndarray.__array_ufunc__ = _array_ufunc
     ndarray.__array_function__ = _array_function
     ndarray.astype = _astype
@@ -209,8 +209,8 @@ def install() -> None:
         for n, fn in mod.METHODS.items():
             setattr(ndarray, n, fn)
     for n in ("item", "tolist", "__float__", "__int__", "__complex__", "__bool__", "__index__"):
-        setattr(ndarray, n, eager.reader(n, vars(ndarray)[n]))
-    ndarray.__iter__ = (lambda slow: lambda self: eager.iterate(self, slow))(ndarray.__iter__)
+        setattr(ndarray, n, element.reader(n, vars(ndarray)[n]))
+    ndarray.__iter__ = (lambda slow: lambda self: element.iterate(self, slow))(ndarray.__iter__)
     for n in ("dot", "clip", "copy", "cumsum", "cumprod", "trace", "nonzero", "round",
               "argsort", "searchsorted", "repeat", "take"):
         if n in vars(ndarray):  # methods that return new arrays: by NumPy where eager.call can

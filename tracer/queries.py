@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .array import lazy, ndarray
+from .eager import host
 from .store import apply_view_numpy
 
 
@@ -29,10 +30,14 @@ def isfortran(a):
 def _overlap(a, b, fn, max_work):
     """NumPy's answer on stand-ins: two lazy arrays share memory only if they view one base,
     and then exactly where NumPy's views of an uninitialized base of that shape would (pages
-    never touched); a lazy array holds its own copy of any NumPy data."""
+    never touched). A lazy array holds its own copy of any NumPy data it was given; a NumPy
+    array may view its realized buffer (np.asarray's snapshot), which NumPy answers for."""
     if not isinstance(a, ndarray) or not isinstance(b, ndarray):
-        if isinstance(a, ndarray) or isinstance(b, ndarray):
-            return False
+        if isinstance(b, ndarray):
+            a, b = b, a
+        if isinstance(a, ndarray):
+            h = host(a)  # None while pending or on a device: no NumPy array views it yet
+            return h is not None and bool(fn(h, b, max_work=max_work))
         return fn(a, b, max_work=max_work)
     if a._var is not b._var:
         return False

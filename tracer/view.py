@@ -165,7 +165,7 @@ _STEPS, _STRIDES = View.steps, View.strides  # View's own slots, under KeyView's
 
 class KeyView(View):
     """index_view(parent, key), its steps and strides worked out when first asked: the view
-    an integer-and-slice key makes of a realized array (tracer.eager.getitem), which comes
+    an integer-and-slice key makes of a realized array (tracer.element.indexer), which comes
     with NumPy's view of the buffer; most such views are only read through that, never
     asked for their steps."""
 

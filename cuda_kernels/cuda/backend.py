@@ -21,10 +21,22 @@ Kernels
   ...). Grids are tiny under the simulator (1-2 blocks of 32 threads). Simulated kernels see
   a `math` whose domain errors and overflows give NaN/inf as on the device (`_SimMath`).
 
+Streams and waits
+- Every launch, copy and error record goes on one non-default stream per mode (`stream()`), in
+  program order; nothing synchronizes after a launch. The host waits (`sync`, counted in
+  `stats().host_waits`) only where it reads values: `to_host` (results, `float()`, printing,
+  the interpreter fallbacks' arguments, a dynamic slice's starts), or where the error records
+  or the pinned staging buffers run out. Pool memory is reused in stream order.
+- Uploads go through pinned staging buffers (memory.Staging), asynchronously.
+- Index kernels flag an out-of-bounds index in their slot of a device error buffer; `sync`
+  reads the slots used since the last wait and raises the first flagged error at the user's
+  line (tracer.debug.raise_device_error).
+
 What runs where (`run_node`)
 - On the device, no host copy:
-  * reshape of a contiguous array: a device view (no copy);
-  * slice, transpose, broadcast_to: one strided-copy kernel into a new contiguous array;
+  * reshape of a contiguous array, and a slice, transpose or broadcast whose elements already
+    lie in C order (a row, rows along axis 0): a device view (no allocation, no launch);
+  * other slices, transposes, broadcast_to: one strided-copy kernel into a new array;
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
     the slice;
@@ -42,23 +54,26 @@ from __future__ import annotations
 import math as _math
 import sys
 import time
+import weakref
 
 import numpy as np
 
 from tracer.ir.node import Buffer, Node
 from tracer.ir.config import CONFIG
 from tracer.ir.interp import eval_node
-from ..base import Backend, Gen, record_launch
+from tracer.ir.stats import STATS
+from ..base import ERROR_HOOKS, Backend, Gen, record_launch
 from ..compiler import import_module, write_module
-from ..emit import type_aliases
+from ..emit import key_hash, type_aliases
 from ..planning import acc_dtype, find_reduce, is_arg, row_plan
 from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
 from .index import device_gather, device_scatter, gen_index
-from .memory import DevicePool, cstrides
+from .memory import DevicePool, Staging, cstrides
 from .toolchain import device_api
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
+FLAG_SLOTS = 256  # device error records between two host waits (index kernels: one a launch)
 _LIB: dict[str, object] = {}  # library kernels by name (kind, argument and mode)
 
 
@@ -130,6 +145,16 @@ class CudaBackend(Backend):
         self._seen: set = set()  # simulator launches already counted as compiles
         self._sms = 0
         self.pool = DevicePool(self._api)
+        self._staging = Staging(self._api, self._waited, self._event)
+        self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
+        # per flag slot handed out since the last wait: (node, its index axes' sizes, the
+        # evaluation's graph, the raw site of the user's line that evaluated it)
+        self._checks: list[tuple] = []
+        self.run_graph = None  # the graph of the evaluation running (executor.run's `graph`)
+        self._unguarded: list[int] = []  # flag slots of the run going on (see guard)
+        self._guards: list[tuple] = []  # (flag slots, weak refs to the results they guard)
+        self._poisoned: dict[int, tuple] = {}  # id(array) -> (weak ref, error): failed values
+        self._consts: dict[tuple, object] = {}
 
     # ---- codegen and loading
     def _mode(self) -> str:
@@ -139,10 +164,13 @@ class CudaBackend(Backend):
         return f"|cuda-{self._mode()}-{_tpb()}"
 
     def module_globals(self) -> dict:
+        """The decorators a generated module is imported with: the simulator's, or `cuda.jit`
+        with the kernel disk cache (cuda/cache.py) and inline device helpers."""
         if CONFIG.cuda_sim:
             jit, dev = self._sim.jit, self._sim.jit(device=True)
         else:
-            jit, dev = self._cuda.jit, self._cuda.jit(device=True, inline="always")
+            from .cache import jit  # lazy: device mode only (numba-cuda caching)
+            dev = self._cuda.jit(device=True, inline="always")
         return {"cuda": self._cuda, "_jit": jit, "_devjit": dev}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
@@ -163,7 +191,8 @@ class CudaBackend(Backend):
         """A library kernel (strided copy of a rank, matmul of a result dtype, or an index
         kernel: cuda/index.py) for the current mode, generated once into the kernel cache's
         folder and imported like a fusion kernel, so the simulator and PTX tests see the same
-        source."""
+        source. Its module is named by the hash of its text, as batch modules are: a file never
+        changes under a process using it (the CUDA disk cache keys kernels by that text)."""
         name = f"lib_{kind}_{arg}_{self._mode()}"
         fn = _LIB.get(name)
         if fn is None:
@@ -171,7 +200,8 @@ class CudaBackend(Backend):
                    "matmul": lambda: gen_matmul(np.dtype(arg), name)}[kind]()
             source = "\n".join(["# generated by tracer: do not edit", HEADER, type_aliases(), "",
                                 src, ""])
-            mod = import_module(name, write_module(name, source), self.module_globals())
+            module = f"{name}_{key_hash(source)}"
+            mod = import_module(module, write_module(module, source), self.module_globals())
             fn = _LIB[name] = getattr(mod, name)
         return fn
 
@@ -187,17 +217,50 @@ class CudaBackend(Backend):
         """The executor is done with this intermediate: its memory may be handed out again."""
         self.pool.release(arr)
 
+    def _mode_state(self) -> tuple:
+        st = self._per_mode.get(self._mode())
+        if st is None:
+            api = self._api()
+            stream = api.stream()
+            flags = api.device_array(3 * FLAG_SLOTS, np.int64)
+            flags.copy_to_device(np.zeros(3 * FLAG_SLOTS, np.int64), stream=stream)
+            st = self._per_mode[self._mode()] = (stream, flags,
+                                                 api.pinned_array(3 * FLAG_SLOTS, np.int64))
+        return st
+
+    def constant(self, value: np.generic):
+        """A 1-element device array holding `value`, uploaded once (a fill's source)."""
+        key = (self._mode(), value.dtype.str, value.tobytes())
+        c = self._consts.get(key)
+        if c is None:
+            c = self._consts[key] = self.from_host(np.full(1, value))
+        return c
+
+    def stream(self):
+        """The backend's stream: every launch and copy is enqueued on it, in program order."""
+        return self._mode_state()[0]
+
     def from_host(self, a: np.ndarray):
         a = np.asarray(a)  # (np.ascontiguousarray would turn a 0-d array into shape (1,))
         # NumPy calls an empty array, or one reversed along a length-1 axis, C-contiguous, but
         # numba-cuda cannot copy a negative stride back, and slices it to size 0
         if not a.flags.c_contiguous or any(s < 0 for s in a.strides):
             a = a.copy(order="C")
-        return self._api().to_device(a)
+        api = self._api()
+        if a.nbytes == 0:
+            return api.device_array(a.shape, a.dtype)
+        block = api.device_array(a.nbytes, np.uint8)
+        self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
+        STATS.h2d_copies += 1
+        STATS.h2d_bytes += a.nbytes
+        return block.view(a.dtype).reshape(a.shape)
 
     def from_buffer(self, buf: Buffer):
         """The device value of a leaf: a host array is copied once; the device copy replaces
-        buf.value and the host array stays in buf.host."""
+        buf.value and the host array stays in buf.host. A value whose evaluation a device
+        error failed raises that error again."""
+        if self._poisoned:
+            self._check_poison(buf.value)
         if isinstance(buf.value, (np.ndarray, np.generic)):
             host = np.asarray(buf.value)
             buf.value = self.from_host(host)
@@ -205,9 +268,107 @@ class CudaBackend(Backend):
         return buf.value
 
     def to_host(self, x) -> np.ndarray:
+        """x's values: the host waits for the work queued before (and raises a device error
+        it flagged)."""
         if isinstance(x, (np.ndarray, np.generic)):
             return np.asarray(x)
-        return x.copy_to_host()
+        return self.to_hosts([x])[0]
+
+    def to_hosts(self, xs: list) -> list:
+        """The host values of several arguments (device arrays copied back, with one wait;
+        others as they are)."""
+        out, copied = [], False
+        for x in xs:
+            if not _is_device(x):
+                out.append(x)
+                continue
+            if self._poisoned:
+                self._check_poison(x)
+            out.append(x.copy_to_host(stream=self.stream()))
+            STATS.d2h_copies += 1
+            STATS.d2h_bytes += x.size * x.dtype.itemsize
+            copied = True
+        if copied:
+            self.sync()
+        return out
+
+    # ---- waiting, and the errors kernels flag on the device
+    def _event(self):
+        """An event that only orders work (no timing: cheaper to record)."""
+        return self._sim.event() if CONFIG.cuda_sim else self._cuda.event(timing=False)
+
+    def _waited(self) -> None:
+        STATS.host_waits += 1
+
+    def flag_slot(self, n: Node, sizes: list):
+        """A zeroed 3-int64 error record for one index launch of node `n` (`sizes`: the
+        lengths of its indexed axes): the kernel writes (1, bad index, index array) into it
+        and the next wait raises NumPy's IndexError for the first launch that wrote one."""
+        if len(self._checks) == FLAG_SLOTS:
+            self.sync()
+        k = len(self._checks)
+        self._unguarded.append(k)
+        self._checks.append((n, sizes, self.run_graph,
+                             ERROR_HOOKS.user_site() if ERROR_HOOKS.user_site else None))
+        return self._mode_state()[1][3 * k:3 * k + 3]
+
+    def guard(self, results: list) -> None:
+        """A run is over with these results: an error its kernels flagged (found at a later
+        wait) fails them too, so reading them raises it again instead of giving garbage."""
+        if self._unguarded:
+            self._guards.append((self._unguarded, [weakref.ref(r) for r in results
+                                                   if _is_device(r)]))
+            self._unguarded = []
+
+    def _check_poison(self, x) -> None:
+        entry = self._poisoned.get(id(x))
+        if entry is None:
+            return
+        if entry[0]() is not x:  # a new array at a dead one's address
+            del self._poisoned[id(x)]
+            return
+        exc = entry[1]
+        again = type(exc)(*exc.args)
+        for note in getattr(exc, "__notes__", ()):
+            again.add_note(note)
+        raise again
+
+    def sync(self) -> None:
+        """Wait for every launch and copy queued on the stream; raise the first error a
+        kernel flagged since the last wait, at the user's line of its op."""
+        stream, flags, host = self._mode_state()
+        checks, self._checks = self._checks, []
+        guards, self._guards = self._guards, []
+        self._unguarded = []  # (read now: the slots are numbered anew)
+        used = 3 * len(checks)
+        if used:
+            flags[:used].copy_to_host(host[:used], stream=stream)
+            STATS.d2h_copies += 1
+            STATS.d2h_bytes += used * 8
+        stream.synchronize()
+        self._waited()
+        self._staging.idle()
+        for k, (n, sizes, graph, raw) in enumerate(checks):
+            if host[3 * k]:
+                flags[:used].copy_to_device(np.zeros(used, np.int64), stream=stream)
+                j = int(host[3 * k + 2])
+                exc = IndexError(f"index {int(host[3 * k + 1])} is out of bounds for axis "
+                                 f"{n.attr('axes')[j]} with size {sizes[j]}")
+                try:
+                    if ERROR_HOOKS.raise_error is not None:
+                        ERROR_HOOKS.raise_error(exc, n, graph, raw)
+                    raise exc
+                finally:  # the failed runs' results (of this slot or later) fail too
+                    for slots, refs in guards:
+                        if slots[-1] >= k:
+                            for r in refs:
+                                if r() is not None:
+                                    self._poisoned[id(r())] = (r, exc)
+
+    def lib_launch(self, fn, grid, block, *args) -> None:
+        """Enqueue a library kernel (copy, matmul, index) on the stream."""
+        fn[grid, block, self.stream()](*args)
+        STATS.kernels_launched += 1
 
     def _dev(self, x):
         return x if _is_device(x) else self.from_host(np.asarray(x))
@@ -259,7 +420,9 @@ class CudaBackend(Backend):
             self._seen.add(key)
             return before, lambda: first
         before = sum(len(getattr(f, "overloads", {}) or {}) for f in fns)
-        return before, lambda: sum(len(getattr(f, "overloads", {}) or {}) for f in fns) > before
+        hits = STATS.cache_hits_disk  # overloads the disk cache (cuda/cache.py) gave: no compile
+        return before, lambda: sum(len(getattr(f, "overloads", {}) or {}) for f in fns) - \
+            before > STATS.cache_hits_disk - hits
 
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         params = [p.reshape(1) if p.ndim == 0 else p for p in params]
@@ -274,38 +437,48 @@ class CudaBackend(Backend):
             _sim_math(fn, fin)
         t0 = time.perf_counter()
         tpb = _tpb()
+        stream = self.stream()
+        launches = 1  # (0 where there is no work, 2 for a reduction's passes)
         if kernel.kind == "loop":
             sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
             total = _math.prod(sizes)
             if total:
-                fn[self._blocks(total, tpb), tpb](*targets, *params, *consts, *sizes)
+                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts, *sizes)
+            else:
+                launches = 0
         elif kernel.kind == "horizontal":
             total = max(_math.prod(o.shape) for o in outs)
             if total:
-                fn[self._blocks(total, tpb), tpb](*targets, *params, *consts)
+                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts)
+            else:
+                launches = 0
         elif kernel.kind == "row":
             plan = row_plan(body)
             nrow = _math.prod(plan.shape[:plan.nkept])
             if nrow:
-                fn[self._blocks(nrow, 1), tpb](*targets, *params, *consts, *plan.shape)
+                fn[self._blocks(nrow, 1), tpb, stream](*targets, *params, *consts, *plan.shape)
+            else:
+                launches = 0
         else:
             red = find_reduce(body)
             m = red.inputs[0].shape
             axes = red.attr("axes")
             nout = _math.prod(d for k, d in enumerate(m) if k not in axes)
             nred = _math.prod(d for k, d in enumerate(m) if k in axes)
+            launches = 0
             if nout:
                 G = self.reduce_split(nout, nred)
                 pv = self.empty((nout, G), acc_dtype(red))
                 pi = self.empty((nout, G) if is_arg(red) else (1, 1), np.int64)
-                fn[self._blocks(nout * G, 1), tpb](target, *params, *consts, pv, pi, *m, G)
-                fin[self._blocks(nout, 1), tpb](target, *params, *consts, pv, pi, *m, G)
+                fn[self._blocks(nout * G, 1), tpb, stream](target, *params, *consts, pv, pi,
+                                                           *m, G)
+                fin[self._blocks(nout, 1), tpb, stream](target, *params, *consts, pv, pi, *m, G)
+                launches = 2
                 self.release(pv)  # stream order: a later kernel reusing them runs after fin
                 self.release(pi)
-        if not CONFIG.cuda_sim:
-            self._cuda.synchronize()
         new = compiled()
-        record_launch(time.perf_counter() - t0, new, recompile=new and before > 0)
+        record_launch(time.perf_counter() - t0, new, recompile=new and before > 0,
+                      launches=launches)
 
     # ---- non-fusion nodes
     def run_node(self, n: Node, args: list, inplace: bool = False):
@@ -315,7 +488,9 @@ class CudaBackend(Backend):
         if n.op in ("reshape", "slice", "dynamic_slice", "transpose", "broadcast_to",
                     "concatenate", "setslice", "matmul") and \
                 _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
-            dev = [self._dev(a) for a in args]
+            # (a dynamic slice's starts stay where they are: read on the host)
+            dev = [self._dev(a) if k == 0 or n.op != "dynamic_slice" else a
+                   for k, a in enumerate(args)]
             out = self._setslice(n, dev, inplace) if n.op == "setslice" else \
                 getattr(self, "_" + n.op)(n, dev)
         if n.op in ("gather", "scatter") and _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
@@ -323,10 +498,7 @@ class CudaBackend(Backend):
             out = device_gather(self, n, dev) if n.op == "gather" else \
                 device_scatter(self, n, dev, inplace)
         if out is None:
-            host = [self.to_host(a) if _is_device(a) else a for a in args]
-            out = self.from_host(eval_node(n, host))
-        if not CONFIG.cuda_sim:
-            self._cuda.synchronize()
+            out = self.from_host(eval_node(n, self.to_hosts(args)))
         return out
 
     def _copy(self, out, x, oo: int, xo: int, shape, ostr, xstr) -> None:
@@ -338,10 +510,18 @@ class CudaBackend(Backend):
         if not shape:
             shape, ostr, xstr = (1,), (0,), (0,)
         fn = self.library_kernel("copy", len(shape))
-        fn[self._blocks(work, _tpb()), _tpb()](self.flatten(out), self.flatten(x), oo, xo,
-                                               *shape, *ostr, *xstr)
+        self.lib_launch(fn, self._blocks(work, _tpb()), _tpb(), self.flatten(out),
+                        self.flatten(x), oo, xo, *shape, *ostr, *xstr)
 
     def _view_copy(self, shape, dtype, x, xo: int, xstr) -> object:
+        """x's elements at offset xo, strides xstr as a contiguous array of `shape`: a device
+        view of x where they already lie in C order (a row, a run of rows along axis 0,
+        length-1 axes moved), else a strided copy."""
+        shape = tuple(shape)
+        size = _math.prod(shape)
+        if all(d <= 1 or st == c for d, st, c in zip(shape, xstr, cstrides(shape))) and \
+                x.dtype == dtype:
+            return self.flatten(x)[xo:xo + size].reshape(shape)
         out = self.empty(shape, dtype)
         self._copy(out, x, 0, xo, shape, cstrides(shape), xstr)
         return out
@@ -360,7 +540,7 @@ class CudaBackend(Backend):
     def _dynamic_slice(self, n: Node, args):
         x = self.contiguous(args[0])
         xs = cstrides(x.shape)
-        starts = self.to_host(args[1])  # ndim integers: the one wait
+        starts = self.to_host(args[1])  # ndim integers: a wait where they are on the device
         return self._view_copy(n.shape, n.dtype, x, sum(int(s) * st for s, st in zip(starts, xs)),
                                [s * st for s, st in zip(n.attr("steps"), xs)])
 
@@ -433,7 +613,8 @@ class CudaBackend(Backend):
         else:
             gz = min(B, 65535)
             grid = (max(1, min(tiles, self._blocks(1 << 40, 1) // gz)), 1, gz)
-        fn[grid, (TILE, TILE)](out.reshape((B, M, N)), a3, b3, sa | 2 * ta, sb | 2 * tb, M, N, K)
+        self.lib_launch(fn, grid, (TILE, TILE), out.reshape((B, M, N)), a3, b3, sa | 2 * ta,
+                        sb | 2 * tb, M, N, K)
         return out
 
 

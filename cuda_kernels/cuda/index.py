@@ -13,8 +13,10 @@ counted from the end), then act:
 - set (x[key] = v, the last of duplicate positions wins, as in NumPy): two launches, `claim`
   (atomic max of the position into a winner array) then `write` (the winner writes).
 
-An index out of bounds sets an error record that the host reads after the launch and raises
-as NumPy's IndexError (naming one bad index, not necessarily the first).
+An index out of bounds writes an error record on the device (the launch's slot of the
+backend's flag buffer, claimed by the first thread with an atomic compare-and-swap) and reads
+x[0] instead; the host reads the records at its next wait and raises NumPy's IndexError
+(naming one bad index, not necessarily the first) at the user's line of the op.
 """
 from __future__ import annotations
 
@@ -70,9 +72,9 @@ def gen_index(arg: str, name: str) -> str:
               "        if w < 0:",
               f"            w += {da[j]}",
               f"        if w < 0 or w >= {da[j]}:",
-              "            err[0] = 1",
-              f"            err[1] = {idx[j]}[b]",
-              f"            err[2] = {j}",
+              "            if cuda.atomic.cas(err, 0, 0, 1) == 0:",
+              f"                err[1] = {idx[j]}[b]",
+              f"                err[2] = {j}",
               "            w = 0",
               f"        off += w * {xa[j]}"]
     if serial:
@@ -122,15 +124,9 @@ def _launch(be, mode: str, n: Node, out, x, v, idx: list, space: tuple, x_shape:
     if work == 0:
         return
     fn = be.library_kernel("index", f"{len(space)}_{len(idx)}_{mode}")
-    err = be.from_host(np.zeros(3, np.int64))
-    fn[be._blocks(work, _tpb()), _tpb()](be.flatten(out), be.flatten(x), be.flatten(v), err,
-                                         *[be.flatten(i) for i in idx], *space, *xc, *bc,
-                                         *xa, *da)
-    bad = be.to_host(err)
-    if bad[0]:
-        j = int(bad[2])
-        raise IndexError(f"index {int(bad[1])} is out of bounds for axis {n.attr('axes')[j]} "
-                         f"with size {da[j]}")
+    be.lib_launch(fn, be._blocks(work, _tpb()), _tpb(), be.flatten(out), be.flatten(x),
+                  be.flatten(v), be.flag_slot(n, da), *[be.flatten(i) for i in idx], *space,
+                  *xc, *bc, *xa, *da)
 
 
 def device_gather(be, n: Node, args: list):
@@ -162,7 +158,8 @@ def device_scatter(be, n: Node, args: list, inplace: bool = False):
         _launch(be, ATOMIC[mode] if atomic else serial, n, out, x, v, idx, space,
                 tuple(x.shape))
         return out
-    win = be.from_host(np.full(max(math.prod(x.shape), 1), -1, np.int64))
+    win = be.empty((max(math.prod(x.shape), 1),), np.int64)
+    be._copy(win, be.constant(np.int64(-1)), 0, 0, tuple(win.shape), (1,), (0,))  # no claim yet
     _launch(be, "claim", n, win, x, v, idx, space, tuple(x.shape))
     _launch(be, "write", n, out, win, v, idx, space, tuple(x.shape))
     return out

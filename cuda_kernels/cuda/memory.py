@@ -64,3 +64,49 @@ class DevicePool:
             while self.idle > self.IDLE_CAP and self._free[size]:
                 self._free[size].pop(0)
                 self.idle -= size
+
+
+class Staging:
+    """Pinned (page-locked) host buffers that uploads go through: a copy from pinned memory
+    is a DMA the stream runs while the host goes on, where one from pageable memory makes the
+    driver stage it and the host wait. The host copies a chunk into a free buffer, enqueues
+    its upload and records an event; a buffer is free again once its event has passed. Up to
+    CAP bytes are kept; past that the host waits for the oldest upload (counted)."""
+    CHUNK = 4 << 20
+    CAP = 64 << 20
+
+    def __init__(self, api, on_wait, event):
+        self._api = api  # () -> numba.cuda or its simulator
+        self._on_wait = on_wait  # called when the host blocks on an upload
+        self._event = event  # () -> a new event
+        self._bufs: list = []  # [pinned uint8 buffer, event or None] in order of last use
+
+    def _free(self):
+        for k, entry in enumerate(self._bufs):
+            ev = entry[1]
+            if ev is None or getattr(ev, "query", lambda: True)():
+                return self._bufs.pop(k)
+        if len(self._bufs) * self.CHUNK < self.CAP:
+            return [self._api().pinned_array(self.CHUNK, np.uint8), None]
+        entry = self._bufs.pop(0)  # the budget: wait for the oldest upload
+        entry[1].synchronize()
+        self._on_wait()
+        return entry
+
+    def upload(self, dev_bytes, host_bytes: np.ndarray, stream) -> None:
+        """dev_bytes[:] = host_bytes (both flat uint8), enqueued on `stream`."""
+        for lo in range(0, host_bytes.size, self.CHUNK):
+            hi = min(lo + self.CHUNK, host_bytes.size)
+            entry = self._free()
+            buf = entry[0][:hi - lo]
+            buf[:] = host_bytes[lo:hi]
+            dev_bytes[lo:hi].copy_to_device(buf, stream=stream)
+            ev = entry[1] or self._event()
+            ev.record(stream)
+            entry[1] = ev
+            self._bufs.append(entry)
+
+    def idle(self) -> None:
+        """The stream has been synchronized: every upload is done."""
+        for entry in self._bufs:
+            entry[1] = None

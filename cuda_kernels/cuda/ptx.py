@@ -23,6 +23,7 @@ from ..compiler import load_kernels
 from ..emit import Emitter
 from ..planning import acc_dtype, find_reduce, row_plan
 from .backend import CudaBackend
+from .cache import ptx as cached_ptx
 
 
 def nb_array(dtype, ndim: int):
@@ -57,18 +58,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
         sig += [nb_array(acc_dtype(red), 2), nb_array(np.int64, 2)]
         sig += [numba.int64] * (red.inputs[0].ndim + 1)
         names.append(kernel.name + "_fin")
-    return {n: _ptx(getattr(mod, n), tuple(sig), cc) for n in names}
-
-
-_PTX: dict[tuple, str] = {}  # (kernel, signature, cc) -> PTX: tests compiling a kernel again
-
-
-def _ptx(fn, sig: tuple, cc) -> str:
-    py = _py_func(fn)
-    key = (py.__module__, py.__name__, sig, tuple(cc))
-    if key not in _PTX:
-        _PTX[key] = cuda.compile_ptx(py, sig, cc=cc)[0]
-    return _PTX[key]
+    return {n: cached_ptx(getattr(mod, n), tuple(sig), cc) for n in names}  # the disk cache's
 
 
 def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9, 0)) -> str:
@@ -85,7 +75,7 @@ def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9,
             (nb_array(dtypes[3], 1),) * int(k) + (numba.int64,) * (3 * int(r) + 2 * int(k))
     else:
         sig = tuple(nb_array(d, 3) for d in dtypes[:3]) + (numba.int64,) * 5
-    return _ptx(fn, sig, cc)
+    return cuda.compile_ptx(_py_func(fn), sig, cc=cc)[0]
 
 
 # ---------------------------------------------------------------------------- ptxas

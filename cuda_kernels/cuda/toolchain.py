@@ -105,11 +105,10 @@ def jitlink_version() -> tuple[int, int] | None:
 
 
 def _nvvm_key(cc: tuple[int, int]) -> str:
-    """What the emitted ISA depends on: the NVVM library (path, size, time) and the target."""
-    from numba.cuda import cuda_paths
-    path = os.path.realpath(str(cuda_paths.get_cuda_paths()["nvvm"].info))
-    st = os.stat(path)
-    return f"{path}|{st.st_size}|{st.st_mtime_ns}|sm_{cc[0]}{cc[1]}"
+    """What the emitted ISA depends on: the toolchain (the NVVM library: path, size, time, as
+    the CUDA disk cache keys it) and the target."""
+    from .cache import toolchain  # numba-cuda's internals load with the device's first use
+    return f"{toolchain()}\nsm_{cc[0]}{cc[1]}"
 
 
 def read_isa(ptx: str) -> tuple[int, int]:

@@ -235,3 +235,23 @@ def test_results_keep_numpys_memory_order():
         assert (a.flags.c_contiguous, a.flags.f_contiguous) == \
             (ref.flags.c_contiguous, ref.flags.f_contiguous)
         assert numpy.asarray(a.ravel(order="K")).tolist() == ref.ravel(order="K").tolist()
+
+
+def test_a_small_pending_value_written_into_a_small_realized_array_is_evaluated_first():
+    """`out[k] = big[m].sum()` in a loop: the value is evaluated at the write and `out` stays
+    realized (recorded, each write would keep its value's graph alive and grow out's chain)."""
+    h = numpy.linspace(0, 1, 10_000)
+    big = np.array(h)  # above eager_size: its ops are recorded
+    out = np.zeros(4)
+    for k in range(4):
+        out[k] = (big * k).sum()  # a pending 0-d value
+        assert out._var.node.op == "input" and out._hmemo is not None
+    numpy.testing.assert_allclose(numpy.asarray(out), [(h * k).sum() for k in range(4)])
+    ints, expected = np.zeros(3, dtype=np.int8), numpy.zeros(3, numpy.int8)
+    with pytest.raises(OverflowError):  # a sum is NumPy's scalar, checked as it is written
+        expected[1] = (h > 0.5).sum() - 4800
+    with pytest.raises(OverflowError):
+        ints[1] = (big > 0.5).sum() - 4800
+    ints[1] = np.asarray((big > 0.5).sum() - 4800)  # a 0-d array casts (wraps)
+    expected[1] = numpy.asarray((h > 0.5).sum() - 4800)
+    numpy.testing.assert_array_equal(numpy.asarray(ints), expected)

@@ -91,3 +91,19 @@ def test_host_pool_reuses_a_dropped_result_and_never_a_held_one(rng):
     assert third.ctypes.data == ptr  # the dropped block is handed out again
     numpy.testing.assert_array_equal(third, h * 4)
     numpy.testing.assert_array_equal(first, h * 2)
+
+
+def test_a_new_size_class_of_a_known_kernel_counts_as_a_recompile():
+    """Below executor.PARALLEL_MIN elements a kernel runs serial, above it parallel: two
+    kernels of one body. A program whose sizes cross the line compiles the other one, and
+    `recompiles` says so; sizes on the same side compile nothing."""
+    from tracer.cuda_kernels.executor import PARALLEL_MIN
+    with context(small_graph=0, compile_mode="sync"):
+        for n in (PARALLEL_MIN // 16, PARALLEL_MIN // 8, PARALLEL_MIN * 2):
+            before = tracer.stats().recompiles, tracer.stats().kernels_compiled
+            h = numpy.arange(float(n))  # a body no other test compiles at either size
+            a = np.asarray(h)
+            numpy.testing.assert_allclose(numpy.asarray(np.hypot(a, 0.5) - np.log1p(a) * a),
+                                          numpy.hypot(h, 0.5) - numpy.log1p(h) * h, rtol=1e-13)
+            new = tracer.stats().recompiles - before[0]
+            assert new == (1 if n > PARALLEL_MIN else 0)
