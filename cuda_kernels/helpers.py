@@ -103,13 +103,18 @@ def _rint(a):
         r += 1.0
     return math.copysign(r, a)
 """)
-# pow refined by a Newton step: numba.cuda has no cbrt (the cpu backend calls libm's)
+# pow refined by a Newton step: numba.cuda has no cbrt (the cpu backend calls libm's). A
+# subnormal is scaled by 2**54 first: its cube's few bits of precision would spoil the step.
 define("_cbrt", """
 def _cbrt(a):
     if a == 0 or a != a or math.isinf(a):
         return a
+    scale = 1.0
+    if abs(a) < 2.2250738585072014e-308:
+        a = a * 18014398509481984.0
+        scale = 3.814697265625e-06
     y = math.copysign(math.pow(abs(a), 1.0 / 3.0), a)
-    return y - (y * y * y - a) / (3.0 * y * y)
+    return (y - (y * y * y - a) / (3.0 * y * y)) * scale
 """)
 define("_signbit", """
 def _signbit(a):

@@ -26,10 +26,13 @@ NB_TYPES = {"bool": "numba.boolean", "int8": "numba.int8", "int16": "numba.int16
             "float32": "numba.float32", "float64": "numba.float64"}
 
 TILE = 16           # matmul tile edge
+# The simulator runs every thread as a Python thread and polls them all at each syncthreads:
+# 8 threads a block still make a three-level reduction tree, at a fraction of 32's cost.
+SIM_TPB = 8
 
 
 def _tpb() -> int:
-    return 32 if CONFIG.cuda_sim else 256
+    return SIM_TPB if CONFIG.cuda_sim else 256
 
 
 def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[str]:
@@ -115,6 +118,14 @@ def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
     return f"{ib} >= 0 and ({ia} < 0 or {better})"
 
 
+def _in_order(red: Node) -> bool:
+    """A float product: NumPy multiplies in order, and where a partial overflows or underflows
+    (1e30 * 1e30 * 1e-30, max * max * 0) another order gives another result (finite, inf,
+    nan), besides rounding otherwise. One thread multiplies the whole reduced range in order;
+    the other threads and blocks give the identity, which the trees multiply in exactly."""
+    return OPS[red.op].ufunc is np.multiply and acc_dtype(red).kind == "f"
+
+
 def gen_reduce(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
@@ -158,7 +169,10 @@ def gen_reduce(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
         L += [f"        acc = {acc_t}(0)", "        bi = -1"]  # empty until a value is seen
     else:
         L.append(f"        acc = {acc_t}({ident_literal(red)})")
-    L.append(f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
+    if _in_order(red):
+        L.append("        for r in range(nred if g == 0 and tid == 0 else 0):")
+    else:
+        L.append(f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
     L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
     L += ["            " + s for s in stmts]
     if is_arg:
@@ -229,8 +243,9 @@ def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
     def hoist() -> None:
         L.extend(emit_ready(em, plan, done, kept, ind))
 
-    def strided() -> str:
-        L.append(f"{ind}for r in range(tid, nred, {tpb}):")
+    def strided(in_order: bool = False) -> str:
+        L.append(f"{ind}for r in range(nred if tid == 0 else 0):" if in_order else
+                 f"{ind}for r in range(tid, nred, {tpb}):")
         L.extend(_unflatten("r", list(j[k:]), [f"m{d}" for d in range(k, p)], ind + "    "))
         return ind + "    "
 
@@ -245,7 +260,7 @@ def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
             return f"{acc_t}({combine_expr(combine, a, b)})"
 
         L.append(f"{ind}acc = {acc_t}({ident_literal(red)})")
-        i2 = strided()
+        i2 = strided(_in_order(red))
         stmts: list[str] = []
         memo: dict = {}
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \

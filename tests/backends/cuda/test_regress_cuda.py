@@ -102,3 +102,32 @@ def test_float_mod_on_cuda_is_libdevice_fmod():
         plan = tracer.explain(expr(np, a))
         assert "math.fmod(abs(a), abs(b))" in "\n".join(k.source for k in plan.kernels)
         _check(expr(np, a), expr(numpy, numpy.array([4, -3, 6], "int64")))
+
+
+# ------------------------------------------------ the registry sweep on the simulator (issue 20)
+
+def test_cbrt_of_a_subnormal_is_accurate():
+    # the Newton step cubed a subnormal's root back into a subnormal with a few bits left:
+    # cbrt(5e-324) was 14 ulp off
+    h = numpy.array([5e-324, -5e-324, 1e-310, -2.2250738585072014e-308, 8.0, -1e300])
+    want = numpy.cbrt(h)
+    got = numpy.asarray(np.cbrt(np.asarray(h)))
+    numpy.testing.assert_allclose(got, want, rtol=4.5e-16, atol=0)
+    assert (numpy.signbit(got) == numpy.signbit(want)).all()
+
+
+@pytest.mark.parametrize("expr", [lambda m, x: m.prod(x), lambda m, x: m.prod(x, axis=0),
+                                  lambda m, x: m.prod(x.T, axis=1),
+                                  lambda m, x: x / m.prod(x, axis=1, keepdims=True)],
+                         ids=["full", "axis0", "transposed", "row_fusion"])
+def test_float_products_multiply_in_numpys_order(expr):
+    # the block's tree multiplied 1e30 * 0 first: 0 where NumPy's 1e30 * 1e30 = inf, then
+    # inf * 0 = nan; float32 products also round at every step in NumPy's order
+    h = numpy.array([[1e30, 1e30, 1e-30, 3.0, 0.0, 2.0], [1e-30, 1e-30, 1e30, 1e30, 5.0, 0.5],
+                     [1e20, 1e20, 1e-20, 1e-20, 7.0, 1.1]], numpy.float32)
+    for x in (h, h.T.copy(), h.astype(numpy.float64) ** 10):
+        with numpy.errstate(all="ignore"):
+            want = expr(numpy, x)
+            got = numpy.asarray(expr(np, np.asarray(x)))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        numpy.testing.assert_array_equal(got, want)
