@@ -10,6 +10,14 @@ def _env_set(name: str) -> frozenset[str]:
     return frozenset(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
 
 
+def _env_int(name: str) -> int:
+    """An integer variable read as Numba reads its own: unset, empty or not a number is 0."""
+    try:
+        return int(os.environ.get(name, "0") or 0)
+    except ValueError:
+        return 0
+
+
 SMALL_GRAPH = 4096  # the default of Config.small_graph
 MISS_GRAPH = 1 << 18  # the default of Config.miss_graph: bench/miss_crossover.py measures
                      # where a plan miss starts to cost less than NumPy op by op
@@ -41,13 +49,15 @@ class Config:
     miss_graph: int = field(
         default_factory=lambda: int(os.environ.get("TRACER_MISS_GRAPH", MISS_GRAPH) or 0))
     miss_streak: int = 3
-    cuda_sim: bool = False        # run CUDA kernels under numba's simulator (tests)
-    # adaptive laziness: an op whose inputs are realized host values of at most this many
-    # elements each runs at once by NumPy, with NumPy's result (0: record every op)
+    # run CUDA kernels under numba's simulator, with its tiny launch geometry: on when Numba's
+    # own switch is (its numba.cuda is then the simulator)
+    cuda_sim: bool = field(default_factory=lambda: _env_int("NUMBA_ENABLE_CUDASIM") != 0)
     # which constants and slice starts a plan takes as runtime parameters (tracer/plans.py):
     # "changed" (those that differ from the graph's first sighting), "all" (every one, from
     # the first sighting: tests) or "none" (each new value plans anew: comparisons)
     lift: str = field(default_factory=lambda: os.environ.get("TRACER_LIFT", "changed"))
+    # adaptive laziness: an op whose inputs are realized host values of at most this many
+    # elements each runs at once by NumPy, with NumPy's result (0: record every op)
     eager_size: int = field(
         default_factory=lambda: int(os.environ.get("TRACER_EAGER_SIZE", EAGER_SIZE) or 0))
 

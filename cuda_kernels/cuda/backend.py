@@ -70,6 +70,7 @@ from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
 from .index import device_gather, device_scatter, gen_index
 from .memory import DevicePool, Staging, cstrides
+from .toolchain import device_api
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
 FLAG_SLOTS = 256  # device error records between two host waits (index kernels: one a launch)
@@ -206,7 +207,8 @@ class CudaBackend(Backend):
 
     # ---- memory
     def _api(self):
-        return self._sim if CONFIG.cuda_sim else self._cuda
+        # the device's first use checks its driver against the toolchain (cuda/toolchain.py)
+        return self._sim if CONFIG.cuda_sim else device_api(self._cuda)
 
     def empty(self, shape, dtype):
         return self.pool.empty(shape, dtype)

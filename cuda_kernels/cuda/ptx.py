@@ -1,8 +1,17 @@
 """PTX of the cuda backend's kernels, compiled without a GPU (needs NVRTC): what the PTX tests
-check."""
+check; and `assemble`, which runs `ptxas` (from the nvidia-cuda-nvcc wheel) on PTX and reads its
+report: registers, spills, stack and shared memory per kernel."""
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
 
 import numba
 import numpy as np
@@ -67,3 +76,90 @@ def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9,
     else:
         sig = tuple(nb_array(d, 3) for d in dtypes[:3]) + (numba.int64,) * 5
     return cuda.compile_ptx(_py_func(fn), sig, cc=cc)[0]
+
+
+# ---------------------------------------------------------------------------- ptxas
+
+PTXAS_WHEELS = ("nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12")
+
+
+def find_ptxas() -> str | None:
+    """ptxas from the nvidia-cuda-nvcc wheel (the test extra; cuda12's toolkit has its own),
+    else the one on PATH; None when there is none."""
+    for dist in PTXAS_WHEELS:
+        try:
+            files = metadata.distribution(dist).files or []
+        except metadata.PackageNotFoundError:
+            continue
+        for f in files:
+            if f.name == "ptxas" and f.parent.name == "bin":
+                path = str(f.locate())
+                if os.access(path, os.X_OK):
+                    return path
+    return shutil.which("ptxas")
+
+
+@dataclass
+class Usage:
+    """What ptxas -v reports for one entry function."""
+    registers: int = 0
+    spill_stores: int = 0  # bytes
+    spill_loads: int = 0
+    stack: int = 0         # bytes of stack frame: local memory
+    lmem: int = 0          # bytes of local memory beyond the stack frame
+    smem: int = 0          # bytes of static shared memory
+
+
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
+_FIELDS = {"registers": re.compile(r"Used (\d+) registers"),
+           "spill_stores": re.compile(r"(\d+) bytes spill stores"),
+           "spill_loads": re.compile(r"(\d+) bytes spill loads"),
+           "stack": re.compile(r"(\d+) bytes stack frame"),
+           "lmem": re.compile(r"(\d+) bytes lmem"),
+           "smem": re.compile(r"(\d+) bytes smem")}
+
+
+def _ptxas_one(ptxas: str, arch: str, path: str) -> str:
+    out = subprocess.run([ptxas, f"-arch={arch}", "-v", "-o", path + ".cubin", path],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"ptxas failed ({out.returncode}) on {path}:\n"
+                           f"{(out.stdout + out.stderr)[-4000:]}")
+    return out.stdout + out.stderr
+
+
+def assemble(ptxs: dict[str, str], arch: str = "sm_90", ptxas: str | None = None,
+             ) -> dict[str, Usage]:
+    """Assemble PTX modules (label -> text) for `arch`, one ptxas call each (ptxas given
+    several inputs at once crashes now and then), as many at a time as there are cores; each
+    label's entry functions' usage, by label (and entry name, where a module has several).
+    Raises RuntimeError with ptxas's message when it fails."""
+    ptxas = ptxas or find_ptxas()
+    if ptxas is None:
+        raise FileNotFoundError("no ptxas: pip install nvidia-cuda-nvcc (the test extra)")
+    entries: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="tracer-ptxas-") as d:
+        files = []
+        for k, (label, text) in enumerate(ptxs.items()):
+            names = _ENTRY.findall(text)
+            for e in names:
+                entries[e] = label if len(names) == 1 else f"{label}:{e}"
+            files.append(os.path.join(d, f"m{k}.ptx"))
+            with open(files[-1], "w") as f:
+                f.write(text)
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            report = list(pool.map(lambda f: _ptxas_one(ptxas, arch, f), files))
+    usage: dict[str, Usage] = {}
+    cur = None
+    for line in "\n".join(report).splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?", line)
+        if m:  # (a non-entry function's own lines: ptxas inlined it into its callers)
+            cur = usage.setdefault(entries[m.group(1)], Usage()) if m.group(1) in entries \
+                else None
+            continue
+        if cur is not None:
+            for field, rx in _FIELDS.items():
+                m = rx.search(line)
+                if m:
+                    setattr(cur, field, int(m.group(1)))
+    return usage
