@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-_LOGGER: list = []  # the logger, once made
+_LOGGER: list = []  # (the logger, our stderr handler), made at the first message
 
 
 def debug(message: str) -> None:
@@ -14,21 +14,20 @@ def debug(message: str) -> None:
     if not _LOGGER:
         import logging  # here, not at import: only debug output needs it (about 6 ms)
         logger = logging.getLogger("tracer")
-        if not logger.handlers:
-            handler = _stderr_handler(logging)
-            handler.setFormatter(logging.Formatter("[tracer] %(message)s"))
-            logger.addHandler(handler)
-            logger.propagate = False  # (not twice through a root handler)
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.DEBUG)  # TRACER_DEBUG asked for it
-        _LOGGER.append(logger)
-    _LOGGER[0].debug(message)
+        _LOGGER.extend((logger, _stderr_handler(logging)))
+    logger, ours = _LOGGER
+    if not logger.handlers:  # (checked at each message: the user's may come and go)
+        logger.addHandler(ours)
+        logger.propagate = False  # (not twice through a root handler)
+    logger.debug(message)
 
 
 def _stderr_handler(logging):
     """A handler writing to whatever sys.stderr is when a message comes (pytest's capture,
     a notebook's redirection), not the one there when it was made."""
-    class Stderr(logging.StreamHandler):
+    class Stderr(logging.StreamHandler):  # ("[tracer] message" lines)
         @property
         def stream(self):
             return sys.stderr
@@ -36,4 +35,6 @@ def _stderr_handler(logging):
         @stream.setter
         def stream(self, value):
             pass
-    return Stderr()
+    handler = Stderr()
+    handler.setFormatter(logging.Formatter("[tracer] %(message)s"))
+    return handler
