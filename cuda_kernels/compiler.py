@@ -26,6 +26,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracer.ir import log
 from tracer.ir.node import Node
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
@@ -361,6 +362,6 @@ def load_kernels(kernels: list[Kernel], be: Backend) -> None:
             k.fn, k.module = getattr(mod, k.name), where[k.name]
             k.gen = None  # the parts were for writing the module; `source` keeps the text
             if CONFIG.debug >= 1:
-                print(f"[tracer] new kernel {k.name} ({k.kind}, {be.name}) in module {k.module}: "
-                      "a structure not seen in this process", file=sys.stderr)
+                log.debug(f"new kernel {k.name} ({k.kind}, {be.name}) in module {k.module}: "
+                          "a structure not seen in this process")
         STATS.load_s += time.perf_counter() - t0

@@ -4,12 +4,12 @@ imports nothing; `compile` loads the new kernels (one batched module) and starts
 compiles; `run` executes."""
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracer.ir import log
 from tracer.ir.config import CONFIG
 from tracer.ir.node import Buffer, Node, Slot
 from tracer.ir.registry import (LIBRARY_OPS, VIEW_OPS, consts_only, fusion_outputs,
@@ -397,7 +397,7 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
         be.guard([vals[id(r)] for r in program.roots])
         program.last_run = {c: getattr(STATS, c) - b for c, b in zip(DEVICE_COUNTERS, before)}
         if CONFIG.debug >= 1:
-            print(f"[tracer] device run: {format_counters(program.last_run)}", file=sys.stderr)
+            log.debug(f"device run: {format_counters(program.last_run)}")
     out = []
     for r in program.roots:
         v = vals[id(r)]

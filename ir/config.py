@@ -6,8 +6,60 @@ import os
 from dataclasses import dataclass, field, fields
 
 
-def _env_set(name: str) -> frozenset[str]:
-    return frozenset(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
+class ConfigError(ValueError):
+    """A TRACER_* environment variable holds a value tracer does not accept."""
+
+
+def _env(name: str, default, parse, accepted: str):
+    """The variable parsed, or default when unset or empty; a value `parse` refuses raises
+    ConfigError naming the variable and what it accepts (at import: nothing has run yet)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return parse(raw)
+    except (ValueError, KeyError):
+        raise ConfigError(f"{name}={raw!r} is not valid: {accepted}") from None
+
+
+def _choice(*values: str):
+    def parse(raw: str) -> str:
+        if raw not in values:
+            raise ValueError(raw)
+        return raw
+    return parse
+
+
+def _at_least(lo: int):
+    def parse(raw: str) -> int:
+        v = int(raw)
+        if v < lo:
+            raise ValueError(raw)
+        return v
+    return parse
+
+
+_FLAGS = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True,
+          "off": False, "on": True}
+
+
+def _flag(raw: str) -> bool:
+    return _FLAGS[raw.lower()]
+
+
+# the optimizer's passes by name (opt/pipeline.py PIPELINE, which a test holds this to; ir
+# imports nothing from opt): what TRACER_DISABLE_PASSES may name
+PASS_NAMES = ("tensor_splitter", "simplify", "constant_folding", "sink_movement",
+              "euclidean_distance", "matrix_chain", "dot_decompose", "dot_merge", "cse", "dce",
+              "tree_reduction", "scatter_expander", "fusion", "fusion_merger",
+              "multi_output_fusion", "horizontal_fusion", "buffer_assignment")
+
+
+def _passes(raw: str) -> frozenset[str]:
+    names = frozenset(p.strip() for p in raw.split(",") if p.strip())
+    if not names <= set(PASS_NAMES):
+        raise ValueError(raw)
+    return names
 
 
 def _env_int(name: str) -> int:
@@ -16,6 +68,10 @@ def _env_int(name: str) -> int:
         return int(os.environ.get(name, "0") or 0)
     except ValueError:
         return 0
+
+
+_FLAG_VALUES = "1 or 0 (also true/false, yes/no, on/off)"
+_SIZE = "a whole number of elements >= 0 (0: off)"
 
 
 SMALL_GRAPH = 4096  # the default of Config.small_graph
@@ -27,27 +83,35 @@ EAGER_SIZE = 16384  # the default of Config.eager_size: bench/eager_crossover.py
 
 @dataclass
 class Config:
-    backend: str = field(default_factory=lambda: os.environ.get("TRACER_BACKEND", ""))
-    debug: int = field(default_factory=lambda: int(os.environ.get("TRACER_DEBUG", "0") or 0))
-    disable_passes: frozenset[str] = field(default_factory=lambda: _env_set("TRACER_DISABLE_PASSES"))
+    backend: str = field(default_factory=lambda: _env(
+        "TRACER_BACKEND", "", _choice("cpu", "cuda"), "cpu or cuda"))
+    debug: int = field(default_factory=lambda: _env(
+        "TRACER_DEBUG", 0, _at_least(0), "a level 0-4 (0 off, 1 a line per evaluation, 2 "
+        "graphs, 3 pass timings, 4 kernel source)"))
+    disable_passes: frozenset[str] = field(default_factory=lambda: _env(
+        "TRACER_DISABLE_PASSES", frozenset(), _passes,
+        "pass names separated by commas, of " + ", ".join(PASS_NAMES)))
     dump_dir: str = field(default_factory=lambda: os.environ.get("TRACER_DUMP", ""))
-    verify: bool = field(default_factory=lambda: os.environ.get("TRACER_VERIFY", "") == "1")
-    compile_mode: str = field(default_factory=lambda: os.environ.get("TRACER_COMPILE", "tiered"))
+    verify: bool = field(default_factory=lambda: _env("TRACER_VERIFY", False, _flag,
+                                                      _FLAG_VALUES))
+    compile_mode: str = field(default_factory=lambda: _env(
+        "TRACER_COMPILE", "tiered", _choice("tiered", "sync"), "tiered or sync"))
     compile_workers: int = field(  # -1: the cpu count (at most 8); 0: compile in this process
-        default_factory=lambda: int(os.environ.get("TRACER_COMPILE_WORKERS", "-1") or -1))
-    eager: bool = field(default_factory=lambda: os.environ.get("TRACER_EAGER", "") == "1")
-    check_nans: bool = field(
-        default_factory=lambda: os.environ.get("TRACER_CHECK_NANS", "") == "1")
+        default_factory=lambda: _env("TRACER_COMPILE_WORKERS", -1, _at_least(-1),
+                                     "a number of processes >= 0 (0: compile in this one)"))
+    eager: bool = field(default_factory=lambda: _env("TRACER_EAGER", False, _flag, _FLAG_VALUES))
+    check_nans: bool = field(default_factory=lambda: _env("TRACER_CHECK_NANS", False, _flag,
+                                                          _FLAG_VALUES))
     flush_nodes: int = 20000      # a pending graph past this many nodes is evaluated
     # on cpu, a graph whose every value has at most this many elements runs op by op with
     # NumPy: compiling its kernels would cost more than it could save (0: always compile)
-    small_graph: int = field(
-        default_factory=lambda: int(os.environ.get("TRACER_SMALL_GRAPH", SMALL_GRAPH) or 0))
+    small_graph: int = field(default_factory=lambda: _env(
+        "TRACER_SMALL_GRAPH", SMALL_GRAPH, _at_least(0), _SIZE))
     # on cpu, a graph of a few ops whose plans missed CONFIG.miss_streak times in a row (its
     # shapes keep changing) runs op by op with NumPy when every value has at most this many
     # elements: optimizing it again would cost more than fusing saves (0: never)
-    miss_graph: int = field(
-        default_factory=lambda: int(os.environ.get("TRACER_MISS_GRAPH", MISS_GRAPH) or 0))
+    miss_graph: int = field(default_factory=lambda: _env(
+        "TRACER_MISS_GRAPH", MISS_GRAPH, _at_least(0), _SIZE))
     miss_streak: int = 3
     # run CUDA kernels under numba's simulator, with its tiny launch geometry: on when Numba's
     # own switch is (its numba.cuda is then the simulator)
@@ -55,11 +119,12 @@ class Config:
     # which constants and slice starts a plan takes as runtime parameters (tracer/plans.py):
     # "changed" (those that differ from the graph's first sighting), "all" (every one, from
     # the first sighting: tests) or "none" (each new value plans anew: comparisons)
-    lift: str = field(default_factory=lambda: os.environ.get("TRACER_LIFT", "changed"))
+    lift: str = field(default_factory=lambda: _env(
+        "TRACER_LIFT", "changed", _choice("changed", "all", "none"), "changed, all or none"))
     # adaptive laziness: an op whose inputs are realized host values of at most this many
     # elements each runs at once by NumPy, with NumPy's result (0: record every op)
-    eager_size: int = field(
-        default_factory=lambda: int(os.environ.get("TRACER_EAGER_SIZE", EAGER_SIZE) or 0))
+    eager_size: int = field(default_factory=lambda: _env(
+        "TRACER_EAGER_SIZE", EAGER_SIZE, _at_least(0), _SIZE))
 
     # derived, not fields: `eager_ops` says whether adaptive laziness runs ops at once, read
     # on every op, so it is one attribute kept up to date here rather than four tests there;

@@ -8,13 +8,13 @@ line and the NaN check. `evaluate`, `explain`, `memory_budget` and `jit` all com
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
 
 from tracer.cuda_kernels import backends, executor
 from tracer.cuda_kernels.executor import compile as compile_program, lower
+from tracer.ir import log
 from tracer.ir.node import Buffer, Node, toposort
 from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
@@ -196,20 +196,19 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
         how = "cached plan" if res is None else "new plan"
         spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"
                           for p, v in zip(_PHASES, phases0))
-        print(f"[tracer] evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}; "
-              f"{spent}", file=sys.stderr)
+        log.debug(f"evaluated {len(roots)} outputs: {len(program.kernels)} kernels, {how}; "
+                  f"{spent}")
         _TRACE_AT[0] = STATS.trace_s
     if res is None:
         return bufs
     if CONFIG.debug >= 2:
-        print(format_graph(res.roots), file=sys.stderr)
+        log.debug(format_graph(res.roots))
     if CONFIG.debug >= 3:
         for name, sec, changed in res.passes:
-            print(f"[tracer]   pass {name:<20} {sec * 1e3:8.3f} ms {'changed' if changed else ''}",
-                  file=sys.stderr)
+            log.debug(f"  pass {name:<20} {sec * 1e3:8.3f} ms {'changed' if changed else ''}")
     if CONFIG.debug >= 4:
         for k in program.kernels:
-            print(f"[tracer] kernel {k.name}\n{k.source}", file=sys.stderr)
+            log.debug(f"kernel {k.name}\n{k.source}")
     return bufs
 
 

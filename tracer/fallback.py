@@ -1,6 +1,7 @@
 """The NumPy fallback: a function or operator tracer has no lazy version of runs NumPy on the
-evaluated inputs, counted (`coverage_report`) and warned once per call site; what NumPy wrote
-into a lazy argument is written back through the write primitive."""
+evaluated inputs, counted (`coverage_report`) and warned once per call site (not where there
+is nothing to fuse: file I/O, other libraries' ufuncs); what NumPy wrote into a lazy argument
+is written back through the write primitive."""
 from __future__ import annotations
 
 import numbers
@@ -29,17 +30,33 @@ _FALLBACK_SITES: dict[tuple[str, str, int], int] = {}
 
 
 
-def count_fallback(name: str) -> None:
+def count_fallback(name: str, quiet: bool = False) -> None:
+    """Count a fallback at the user's line, and warn the first time at that line unless
+    `quiet`: the call has nothing tracer could fuse (file I/O, a ufunc of another library)."""
     STATS.fallbacks += 1
     f = debug.user_frame()
     key = (name, f.f_code.co_filename, f.f_lineno)
     first = key not in _FALLBACK_SITES
     _FALLBACK_SITES[key] = _FALLBACK_SITES.get(key, 0) + 1
-    if first:
+    if first and not quiet:
         warnings.warn_explicit(
             f"tracer: {name} has no lazy implementation; it ran NumPy on evaluated inputs",
             TracerFallbackWarning, f.f_code.co_filename, f.f_lineno,
             module=f.f_globals.get("__name__", "?"))
+
+
+# reading and writing files: nothing to fuse, so no warning (still counted)
+QUIET = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "loadtxt",
+                   "genfromtxt", "fromfile", "fromregex", "ndarray.tofile", "ndarray.dump",
+                   "ndarray.dumps"})
+
+
+def _nothing_to_fuse(name: str, fn) -> bool:
+    """File I/O, or a ufunc that is not NumPy's own (scipy.special's, say), or its method."""
+    if name in QUIET:
+        return True
+    uf = fn if isinstance(fn, np.ufunc) else getattr(fn, "__self__", None)
+    return isinstance(uf, np.ufunc) and getattr(np, uf.__name__, None) is not uf
 
 
 def coverage_report() -> str:
@@ -122,7 +139,7 @@ def _leaf_from_numpy(a: np.ndarray) -> Node:
 
 
 def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
-    count_fallback(name)
+    count_fallback(name, _nothing_to_fuse(name, fn))
     out = kwargs.get("out")
     if isinstance(out, ndarray):  # NumPy fills a host copy, written back through the lazy array
         host = np.array(to_numpy(out))
@@ -169,7 +186,7 @@ def fallback_method(self, name):
     meth = getattr(np.ndarray, name)
 
     def call(*args, **kwargs):
-        count_fallback(f"ndarray.{name}")
+        count_fallback(f"ndarray.{name}", f"ndarray.{name}" in QUIET)
         host = np.array(to_numpy(self), copy=True)
         host.flags.writeable = self._view.writeable  # NumPy's own error for in-place methods
         out = meth(host, *_to_host(args), **_to_host(kwargs))

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from tracer.ir import log
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
 from . import compile_worker
@@ -149,8 +150,8 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
         return
     t0 = time.perf_counter()
     if CONFIG.debug >= 1:
-        print(f"[tracer] compiling {len(missing)} kernels here and in {workers()} worker "
-              "processes", file=sys.stderr)
+        log.debug(f"compiling {len(missing)} kernels here and in {workers()} worker "
+                  "processes")
     # Workers take jobs from the front of the pool's queue, this process from the back. Where
     # the two meet, this process compiles a job already handed to a worker rather than wait
     # for it (that worker may still be starting); a job a worker finished is loaded.
@@ -167,8 +168,7 @@ def prepare(be, wanted: list[tuple[Kernel, tuple]]) -> None:
             STATS.kernels_compiled += 1
             bar.step()
             if CONFIG.debug >= 1:
-                print(f"[tracer] compiled {k.name} here in {time.perf_counter() - t1:.2f} s",
-                      file=sys.stderr)
+                log.debug(f"compiled {k.name} here in {time.perf_counter() - t1:.2f} s")
     STATS.compile_s += time.perf_counter() - t0
 
 
@@ -177,8 +177,7 @@ def start_deferred() -> None:
     if not _DEFERRED:
         return
     if CONFIG.debug >= 1:
-        print(f"[tracer] compiling {len(_DEFERRED)} kernels in the background",
-              file=sys.stderr)
+        log.debug(f"compiling {len(_DEFERRED)} kernels in the background")
     for k in _DEFERRED:
         if k.pending is not None and k.pending[0] is None:
             k.pending = (_submit(k, k.pending[1]), k.pending[1])
@@ -193,8 +192,7 @@ def finish(be, k: Kernel, sig: tuple, f: Future) -> None:
         f.result()
     except Exception as e:  # a worker that died or failed: compile here instead
         if CONFIG.debug >= 1:
-            print(f"[tracer] worker compile of {k.name} failed ({e!r}); compiling here",
-                  file=sys.stderr)
+            log.debug(f"worker compile of {k.name} failed ({e!r}); compiling here")
         return
     if be.load(k, sig):
         STATS.kernels_compiled += 1

@@ -220,3 +220,21 @@ def test_small_values_are_not_compiled_along_with_a_big_one():
         assert tracer.stats().small_graphs == before + 1
         numpy.testing.assert_array_equal(numpy.asarray(small), numpy.arange(5.0) * 3)
         assert float(big.sum()) == 20_000.0
+
+
+def test_debug_output_goes_through_the_tracer_logger():
+    """TRACER_DEBUG's lines are records of logging's `tracer` logger (issue 22 item 6): a user
+    routes or silences them as any library's."""
+    import logging
+    from tracer.ir.config import context
+    records: list = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("tracer")
+    logger.addHandler(handler)
+    try:
+        with context(debug=1, small_graph=0):
+            float((tnp.arange(5.0) * 2.5 + 1).sum())
+    finally:
+        logger.removeHandler(handler)
+    assert any(r.getMessage().startswith("evaluated 1 outputs") for r in records)

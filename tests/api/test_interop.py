@@ -18,3 +18,22 @@ def test_numpy_snapshot_shares_memory_with_the_array_it_came_from():
     other = numpy.arange(6.0)
     assert not numpy.may_share_memory(other, np.asarray(other))  # tracer copied it
     assert not numpy.may_share_memory(snap, t * 2)  # pending: nothing views it yet
+
+
+def test_file_io_and_other_libraries_ufuncs_run_by_numpy_without_warning(tmp_path):
+    """Nothing to fuse: counted as fallbacks, not warned (issue 22 item 6)."""
+    import warnings
+
+    import tracer
+    from tracer.fallback import _nothing_to_fuse
+    t = np.arange(4.0) * 2
+    before = tracer.stats().fallbacks
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.save(tmp_path / "t.npy", t)
+        back = np.load(tmp_path / "t.npy")
+    numpy.testing.assert_array_equal(numpy.asarray(back), [0.0, 2.0, 4.0, 6.0])
+    assert tracer.stats().fallbacks == before + 2
+    other = numpy.frompyfunc(lambda x: x, 1, 1)  # a ufunc that is not NumPy's own
+    assert _nothing_to_fuse("f", other) and _nothing_to_fuse("f.reduce", other.reduce)
+    assert not _nothing_to_fuse("sin", numpy.sin) and not _nothing_to_fuse("pad", numpy.pad)
