@@ -7,6 +7,7 @@ an update of the base (functionalization), so every view of the same base sees t
 from __future__ import annotations
 
 import builtins
+import importlib
 import math
 import operator
 import weakref
@@ -257,6 +258,24 @@ class ndarray:
             return a.copy()
         return a
 
+    # ---- the array API (2024.12): the namespace, and the device, known without evaluating
+    def __array_namespace__(self, *, api_version=None):
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise ValueError(f'Version "{api_version}" of the Array API Standard is not '
+                             "supported.")
+        return importlib.import_module("tracer.numpy")  # (it imports this module)
+
+    @property
+    def device(self) -> str:
+        return "cpu"  # as NumPy's: values come to the host when read, whatever the backend
+
+    def to_device(self, device, /, *, stream=None):
+        if stream is not None:
+            raise ValueError("The stream argument in to_device() is not supported")
+        if device != "cpu":
+            raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
+        return self
+
     def get(self) -> np.ndarray:
         return np.array(self.__array__())
 
@@ -346,6 +365,7 @@ def _unpickle(value: np.ndarray, writeable: bool, arr0: bool) -> ndarray:
     return out
 
 
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 _new = object.__new__
 _C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's view (views are
                                             # never changed in place: one serves them all)

@@ -37,3 +37,25 @@ def test_file_io_and_other_libraries_ufuncs_run_by_numpy_without_warning(tmp_pat
     other = numpy.frompyfunc(lambda x: x, 1, 1)  # a ufunc that is not NumPy's own
     assert _nothing_to_fuse("f", other) and _nothing_to_fuse("f.reduce", other.reduce)
     assert not _nothing_to_fuse("sin", numpy.sin) and not _nothing_to_fuse("pad", numpy.pad)
+
+
+def test_the_array_api_namespace_and_device_need_no_evaluation():
+    """Issue 22 item 4's start: tracer.numpy is the namespace of its arrays (its own claim of
+    2024.12), `.device` and `to_device` answer as NumPy's, without evaluating."""
+    import pytest
+
+    import tracer
+    t = np.arange(3.0) * 2
+    before = tracer.stats().evaluations
+    assert t.__array_namespace__() is np and t.__array_namespace__(api_version="2023.12") is np
+    assert np.__array_api_version__ == "2024.12"
+    assert t.device == numpy.arange(3.0).device == "cpu" and t.to_device("cpu") is t
+    assert tracer.stats().evaluations == before
+    h = numpy.arange(3.0)
+    for call in (lambda a: a.__array_namespace__(api_version="2020.1"),
+                 lambda a: a.to_device("gpu"), lambda a: a.to_device("cpu", stream=1)):
+        with pytest.raises(ValueError) as want:
+            call(h)
+        with pytest.raises(ValueError) as got:
+            call(t)
+        assert str(got.value) == str(want.value)

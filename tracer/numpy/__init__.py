@@ -28,6 +28,8 @@ from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  
                    complex128, intp, uintp, integer, floating, number, generic, signedinteger,
                    unsignedinteger, inexact, complexfloating, errstate, seterr, geterr)
 bool = _np.bool  # noqa: A001
+__array_api_version__ = "2024.12"  # (tracer's own claim, not NumPy's leaking through)
+__array_namespace_info__ = _np.__array_namespace_info__  # the same devices and dtypes
 float_ = _np.float64
 int_ = _np.int_
 
