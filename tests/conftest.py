@@ -20,10 +20,9 @@ TEST_EAGER = os.environ.get("TRACER_TEST_EAGER", "") == "1"
 if not TEST_EAGER:
     os.environ.setdefault("TRACER_EAGER_SIZE", "0")  # every op recorded: tests exercise the
                                                      # graph, passes and kernels on small arrays
-# one kernel cache per pytest-xdist worker: a worker's counts of compiles and cache hits do not
-# depend on what the other compiled meanwhile
-os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(
-    tempfile.gettempdir(), "tracer-test-cache" + os.environ.get("PYTEST_XDIST_WORKER", "")))
+# one kernel cache for the run, shared by the pytest-xdist workers (they inherit it from the
+# controller): the cache is process safe, and tests that count compiles use a fresh one
+os.environ.setdefault("TRACER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "tracer-test-cache"))
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
