@@ -17,6 +17,8 @@ from tracer.cuda_kernels.cuda import toolchain
 from tracer.cuda_kernels.cuda.toolchain import CudaSetupError, cuda_isa, isa_cuda, problem
 from tracer.ir.config import Config, context
 
+pytestmark = pytest.mark.lazy  # the backend's first launch is the subject: small arrays recorded
+
 
 @pytest.fixture
 def unchecked(monkeypatch):
