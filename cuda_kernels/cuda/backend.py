@@ -19,7 +19,7 @@ Kernels
   `numba.cuda` module, which `simulator.jit` swaps for its fake module while a kernel runs (binding
   `cuda` to `numba.cuda.simulator` itself would not work: that module has no `grid`, `threadIdx`,
   ...). Grids are tiny under the simulator (1-2 blocks of 32 threads). Simulated kernels see
-  a `math` whose domain errors and overflows give NaN/inf as on the device (`_SimMath`).
+  a `math` whose domain errors and overflows give NaN/inf as on the device (cuda/sim.py).
 
 Streams and waits
 - Every launch, copy and error record goes on one non-default stream per mode (`stream()`), in
@@ -70,6 +70,7 @@ from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
 from .index import device_gather, device_scatter, gen_index
 from .memory import DevicePool, Staging, cstrides
+from .sim import sim_math
 from .toolchain import device_api
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
@@ -83,52 +84,6 @@ def _on_device_dtype(*dts) -> bool:
 
 def _is_device(x) -> bool:
     return hasattr(x, "copy_to_host")
-
-
-# ---------------------------------------------------------------------------- simulator math
-
-_NP_MATH = {"sqrt": np.sqrt, "log": np.log, "log2": np.log2, "log10": np.log10,
-            "log1p": np.log1p, "exp": np.exp, "expm1": np.expm1, "pow": np.power,
-            "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-            "sinh": np.sinh, "cosh": np.cosh, "acosh": np.arccosh, "atanh": np.arctanh,
-            "hypot": np.hypot, "fmod": np.fmod}
-
-
-def _ieee(f, uf):
-    def g(*args):
-        try:
-            return f(*args)
-        except (ValueError, OverflowError, ZeroDivisionError):
-            with np.errstate(all="ignore"):
-                return uf(*(np.float64(a) for a in args))
-    return g
-
-
-class _SimMath:
-    """`math` for kernels run by the simulator. Python's math raises on a domain error or an
-    overflow (sqrt(-1), log(0), exp(1000)) where the device returns NaN or +-inf; those cases
-    fall back to NumPy's ufunc, which gives the IEEE result. `trunc` also takes NumPy float32
-    scalars (which have no __trunc__). Other calls are Python's."""
-
-    def __init__(self):
-        import math
-        self.__dict__.update({k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
-        self.__dict__.update({k: _ieee(getattr(math, k), uf) for k, uf in _NP_MATH.items()})
-        self.trunc = lambda a: math.trunc(float(a) if isinstance(a, np.floating) else a)
-
-
-_SIM_MATH = None
-
-
-def _sim_math(*kernels) -> None:
-    """Give simulated kernels (and the device helpers in their module) the IEEE `math`."""
-    global _SIM_MATH
-    if _SIM_MATH is None:
-        _SIM_MATH = _SimMath()
-    for k in kernels:
-        g = getattr(getattr(k, "fn", None), "__globals__", None)
-        if g is not None and g.get("math") is not _SIM_MATH:
-            g["math"] = _SIM_MATH
 
 
 # ---------------------------------------------------------------------------- the backend
@@ -434,7 +389,7 @@ class CudaBackend(Backend):
             tuple((p.dtype.str, p.ndim) for p in params)
         before, compiled = self._compiled([f for f in (fn, fin) if f is not None], sig)
         if CONFIG.cuda_sim:
-            _sim_math(fn, fin)
+            sim_math(fn, fin)
         t0 = time.perf_counter()
         tpb = _tpb()
         stream = self.stream()

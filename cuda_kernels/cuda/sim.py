@@ -1,0 +1,48 @@
+"""`math` for kernels run by Numba's CUDA simulator: Python's math raises on a domain error or
+an overflow (sqrt(-1), log(0), exp(1000)) where the device returns NaN or +-inf."""
+from __future__ import annotations
+
+import numpy as np
+
+_NP_MATH = {"sqrt": np.sqrt, "log": np.log, "log2": np.log2, "log10": np.log10,
+            "log1p": np.log1p, "exp": np.exp, "expm1": np.expm1, "pow": np.power,
+            "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+            "sinh": np.sinh, "cosh": np.cosh, "acosh": np.arccosh, "atanh": np.arctanh,
+            "hypot": np.hypot, "fmod": np.fmod}
+
+
+def _ieee(f, uf):
+    def g(*args):
+        try:
+            return f(*args)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            with np.errstate(all="ignore"):
+                return uf(*(np.float64(a) for a in args))
+    return g
+
+
+class _SimMath:
+    """`math` for kernels run by the simulator. Python's math raises on a domain error or an
+    overflow (sqrt(-1), log(0), exp(1000)) where the device returns NaN or +-inf; those cases
+    fall back to NumPy's ufunc, which gives the IEEE result. `trunc` also takes NumPy float32
+    scalars (which have no __trunc__). Other calls are Python's."""
+
+    def __init__(self):
+        import math
+        self.__dict__.update({k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
+        self.__dict__.update({k: _ieee(getattr(math, k), uf) for k, uf in _NP_MATH.items()})
+        self.trunc = lambda a: math.trunc(float(a) if isinstance(a, np.floating) else a)
+
+
+_SIM_MATH = None
+
+
+def sim_math(*kernels) -> None:
+    """Give simulated kernels (and the device helpers in their module) the IEEE `math`."""
+    global _SIM_MATH
+    if _SIM_MATH is None:
+        _SIM_MATH = _SimMath()
+    for k in kernels:
+        g = getattr(getattr(k, "fn", None), "__globals__", None)
+        if g is not None and g.get("math") is not _SIM_MATH:
+            g["math"] = _SIM_MATH
