@@ -122,11 +122,10 @@ class Kernel:
 
 
 _MEM: dict[tuple[str, str, bool, bool], Kernel] = {}
-# (backend, body key, flat) of every kernel planned: a body planned again for another size class
-# (PARALLEL_MIN: a serial kernel below it, a parallel one above) is a new kernel, which the
-# stats count as a recompile. Not a runtime branch: both loops in every kernel would double
-# each kernel's compile time to save a compile when a program's sizes cross the line
-_BODIES: set[tuple[str, str, bool]] = set()
+# A body planned again for another size class (PARALLEL_MIN: a serial kernel below it, a
+# parallel one above) is a new kernel, which the stats count as a recompile. Not a runtime
+# branch: both loops in every kernel would double each kernel's compile time to save a compile
+# when a program's sizes cross the line
 
 
 def write_atomic(path: str, data: str | bytes) -> None:
@@ -314,9 +313,8 @@ def plan_kernels(requests: list[tuple[Node, str, bool, bool]], be: Backend) -> l
     for body, kind, flat, parallel in requests:
         mk = _request_key(be, body, kind, flat, parallel)
         if mk not in _MEM:
-            if mk[:3] in _BODIES:  # the other size class (serial/parallel) of a known kernel
+            if (*mk[:3], not mk[3]) in _MEM:  # the other size class of a known kernel
                 STATS.recompiles += 1
-            _BODIES.add(mk[:3])
             name = _kernel_name(body, kind, mk)
             gen = be.generate(body, kind, name, flat, parallel)
             _MEM[mk] = Kernel(name, be.name, kind, batch_source(gen.header, [(name, gen.helpers,
