@@ -155,12 +155,15 @@ def _stages(roots, split, be, plan) -> _Stages:
     return _Stages(split, deps, cuts, pre, post, held, pre_need, post_need)
 
 
-def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tuple[int, int]:
-    """(rows, need): the most rows a chunk may have whose need fits beside what is held, or
-    raise MemoryBudgetError naming the smallest budget that works."""
+def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan,
+                per_row: int = 0) -> tuple[int, int]:
+    """(rows, need): the most rows a chunk may have whose need (and `per_row` bytes a row
+    besides) fits beside what is held, or raise MemoryBudgetError naming the smallest budget
+    that works."""
     stand = {id(n): _stand_in(n) for n in st.pre}
     split, n_rows = st.split, st.split.rows
-    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan)  # noqa: E731
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan) + \
+        rows * per_row  # noqa: E731
     # start from chunks whose biggest value is about split_size (the big values grow with the
     # rows), then shrink until the chunk's plan fits beside what is held
     biggest = max([n.nbytes for n in _made(program)] + [1])
@@ -207,14 +210,18 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan) -> 
     if on is None:
         rows, need = _chunk_rows(st, program, budget, _rows_of(source, split.axis), be, plan)
     else:  # chunks sized to a worker, which holds what every chunk reads whole
-        if st.held > budget.limit:
+        rows_out = sum(r.nbytes for r, _ in st.deps)
+        keep = st.held > budget.limit and all(ax == 0 for _, ax in st.deps)
+        if st.held - keep * rows_out > budget.limit:
             raise over_budget(program, budget, f"the client holds {fmt_bytes(st.held)} through "
                               "the chunks (the row-wise results, the values the chunks read "
                               "whole)", st.held)
         whole = [n for n in toposort(roots) if n.op == "input" and n is not split.source]
         on_worker = replace(st, held=sum(n.nbytes for n in st.pre + whole))
+        # a worker holds its chunk's rows of the source too, made or fetched, then cut
         rows, need = _chunk_rows(on_worker, program, on.worker_budget,
-                                 _rows_of(source, split.axis), be, plan)
+                                 _rows_of(source, split.axis), be, plan,
+                                 2 * split.source.nbytes // max(split.rows, 1))
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:
@@ -224,21 +231,22 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan) -> 
     if split.source.op != "input":
         source = realized[id(split.source)].attr("buf").value
     src_rows = _rows_of(source, split.axis)
-    outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
+    outs = None if on is not None and keep else [np.empty(r.shape, r.dtype) for r, _ in st.deps]
     partial: list = [None] * len(st.cuts)
     if on is not None:
         shared = {id(n.attr("buf")) for n in toposort(roots) if n.op == "input"}
         shared.update(id(r.attr("buf")) for r in realized.values())
         g = st.chunk_graph(rows, 0, src_rows, realized)
         names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
-        cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
-        measured = max(measured, st.held)
+        kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
+        measured = max(measured, st.held - keep * rows_out)
     else:
         with beside(budget, st.held):
             for lo in range(0, split.rows, rows):
                 _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
                 measured = max(measured, st.held + STATS.measured_peak_bytes)
-    result = {id(r): Buffer(o) for (r, _), o in zip(st.deps, outs)}
+    result = {id(r): Buffer(o) if outs is not None else kept[i]
+              for i, ((r, _), o) in enumerate(zip(st.deps, kept if outs is None else outs))}
     for c, v in zip(st.cuts, partial):
         realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
         result[id(c)] = realized[id(c)].attr("buf")
