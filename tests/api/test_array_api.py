@@ -139,3 +139,193 @@ def test_the_array_object_has_every_method_and_attribute_of_the_standard():
             elif s is not None:
                 problems += [f"{name}: {m}" for m in _mismatches(s, o)]
     assert problems == [], "missing or mismatched methods"
+
+
+# ---------------------------------------------------------------- the functions added
+
+def _same(got, want):
+    """got is tracer's (arrays, 0-d arrays), want NumPy's: values and dtypes, tuples alike."""
+    if isinstance(want, tuple):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
+    assert isinstance(got, tnp.ndarray)
+    g = numpy.asarray(got)
+    assert g.dtype == numpy.asarray(want).dtype and g.shape == numpy.shape(want)
+    numpy.testing.assert_array_equal(g, want)
+
+
+def _same_error(call_numpy, call_tracer):
+    with pytest.raises(Exception) as want:
+        call_numpy()
+    with pytest.raises(type(want.value)) as got:
+        call_tracer()
+    assert str(got.value) == str(want.value)
+
+
+A = numpy.arange(24).reshape(2, 3, 4) % 7
+F = numpy.array([[3.0, -1.5, numpy.nan, 2.0], [0.5, 2.0, 2.0, -0.0]])
+C = numpy.array([1 + 2j, -3j, 4.0])
+
+
+@pytest.mark.lazy
+def test_recorded_compositions_evaluate_nothing():
+    import tracer
+    x = tnp.asarray(A) + 1
+    before = tracer.stats().evaluations
+    outs = [*tnp.unstack(x, axis=1), tnp.matrix_transpose(x),
+            tnp.cumulative_sum(x, axis=2, include_initial=True),
+            tnp.cumulative_prod(x, axis=0), tnp.linalg.cross(x[:, :, :3], x[:, :, 1:]),
+            tnp.linalg.vecdot(x, x, axis=0), tnp.sort(x, axis=1, descending=True),
+            tnp.argsort(x, descending=True), tnp.fft.fftshift(x, axes=(0, 2))]
+    assert tracer.stats().evaluations == before
+    want = [*numpy.unstack(A + 1, axis=1), numpy.matrix_transpose(A + 1),
+            numpy.cumulative_sum(A + 1, axis=2, include_initial=True),
+            numpy.cumulative_prod(A + 1, axis=0),
+            numpy.linalg.cross((A + 1)[:, :, :3], (A + 1)[:, :, 1:]),
+            numpy.linalg.vecdot(A + 1, A + 1, axis=0)]
+    for g, w in zip(outs, want):
+        _same(g, w)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_unstack_and_matrix_transpose_as_numpy(axis):
+    _same(tnp.unstack(tnp.asarray(A), axis=axis), numpy.unstack(A, axis=axis))
+    _same(tnp.matrix_transpose(tnp.asarray(A)), numpy.matrix_transpose(A))
+    _same(numpy.unstack(tnp.asarray(F)), numpy.unstack(F))  # NumPy's function dispatches
+    for fn, xs_ in (("unstack", [numpy.float64(2.0), A[0, 0, 0]]),
+                    ("matrix_transpose", [A[0, 0, 0], A[0, 0]])):
+        for x in xs_:
+            _same_error(lambda: getattr(numpy, fn)(x), lambda: getattr(tnp, fn)(tnp.asarray(x)))
+    _same_error(lambda: numpy.unstack(A, axis=3), lambda: tnp.unstack(tnp.asarray(A), axis=3))
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+def test_cumulative_functions_as_numpy(name):
+    np_fn, t_fn = getattr(numpy, name), getattr(tnp, name)
+    for x, kw in [(A[0, 0], {}), (A[0, 0], {"include_initial": True}),
+                  (A, {"axis": 1, "include_initial": True}), (A, {"axis": -1, "dtype": "f4"}),
+                  (F, {"axis": 0, "include_initial": True}), (numpy.float64(3), {}),
+                  (A[:, :0], {"axis": 1, "include_initial": True}),
+                  (A[0] > 2, {"axis": 1})]:
+        _same(t_fn(tnp.asarray(x), **kw), np_fn(x, **kw))
+    _same_error(lambda: np_fn(A), lambda: t_fn(tnp.asarray(A)))
+    _same_error(lambda: np_fn(A, axis=3), lambda: t_fn(tnp.asarray(A), axis=3))
+    out_np, out = numpy.zeros((2, 5)), tnp.zeros((2, 5))
+    r = t_fn(tnp.asarray(A[0, :2]), axis=1, out=out, include_initial=True)
+    assert r is out
+    _same(out, np_fn(A[0, :2], axis=1, out=out_np, include_initial=True))
+
+
+def test_real_imag_isdtype_broadcast_shapes_as_numpy():
+    for x in (C, F, A[0]):
+        _same(tnp.real(tnp.asarray(x)), numpy.real(x))
+        _same(tnp.imag(tnp.asarray(x)), numpy.imag(x))
+    assert tnp.real(1 + 2j) == numpy.real(1 + 2j) and tnp.imag([1j, 2]).tolist() == [1.0, 0.0]
+    assert tnp.isdtype(tnp.asarray(F).dtype, "real floating")
+    assert not tnp.isdtype(tnp.int8, ("complex floating", tnp.uint8))
+    assert tnp.broadcast_shapes((2, 1), (3,)) == (2, 3)
+
+
+def test_unique_functions_as_numpy_and_sorted_in_the_namespace():
+    x = numpy.array([[3, 1, 3], [2, 1, 0]])
+    for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
+        _same(getattr(tnp, name)(tnp.asarray(x)), getattr(numpy, name)(x))
+    xp = tnp.asarray(x).__array_namespace__()
+    values, index, inverse, counts = xp.unique_all(tnp.asarray(x))
+    for got, want in zip((values, index, inverse, counts),
+                         numpy.unique(x, return_index=True, return_inverse=True,
+                                      return_counts=True)):
+        _same(got, want.reshape(got.shape))
+    assert inverse.shape == x.shape
+    _same(xp.unique_values(tnp.asarray([0, 1])), numpy.array([0, 1]))  # NumPy's: [1, 0]
+    _same(xp.unique_inverse(tnp.asarray(x)).inverse_indices, inverse)
+    _same(xp.unique_counts(tnp.asarray(x)).counts, counts)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, None])
+def test_descending_sorts_as_array_api_strict(axis):
+    """The standard's descending order keeps equal elements in their order (stable): the
+    reference implementation's answers, NaNs included."""
+    x = numpy.array([[2, 1, 2, 0, 1, 2], [5, 5, 3, 5, 3, 9]])
+    for a in (x, F.ravel() if axis is None else F):
+        kw = {} if axis is None else {"axis": axis}
+        if axis is None:  # the standard has no axis=None: flat, as tracer's sort has it
+            a = a.ravel()
+        for name in ("sort", "argsort"):
+            want = numpy.asarray(getattr(xs, name)(xs.asarray(a), descending=True, **kw))
+            _same(getattr(tnp, name)(tnp.asarray(a), descending=True, stable=True, **kw), want)
+            xp = tnp.asarray(a).__array_namespace__()
+            _same(getattr(xp, name)(tnp.asarray(a), descending=True, **kw), want)
+            _same(getattr(xp, name)(tnp.asarray(a), **kw),
+                  numpy.asarray(getattr(xs, name)(xs.asarray(a), **kw)))
+
+
+def test_linalg_cross_and_vecdot_as_numpy():
+    a = numpy.arange(12).reshape(4, 3) - 5
+    b = numpy.array([1.5, -2.0, 0.25])
+    for x1, x2, kw in [(a, a[::-1], {}), (a, b, {}), (a.T, a.T * 2, {"axis": 0}),
+                       (a.astype("i1"), a.astype("u1"), {}), (C, b, {})]:
+        _same(tnp.linalg.cross(tnp.asarray(x1), tnp.asarray(x2), **kw),
+              numpy.linalg.cross(x1, x2, **kw))
+        if x1.shape == x2.shape:
+            _same(tnp.linalg.vecdot(tnp.asarray(x1), tnp.asarray(x2), **kw),
+                  numpy.linalg.vecdot(x1, x2, **kw))
+    for x1, x2 in [(a[:, :2], a[:, :2]), (a, a[:, :2]), (a > 0, a < 0)]:
+        _same_error(lambda: numpy.linalg.cross(x1, x2),
+                    lambda: tnp.linalg.cross(tnp.asarray(x1), tnp.asarray(x2)))
+    _same_error(lambda: numpy.linalg.cross(a, a, axis=2),
+                lambda: tnp.linalg.cross(tnp.asarray(a), tnp.asarray(a), axis=2))
+
+
+def test_fft_as_numpy():
+    x = numpy.arange(12.0).reshape(3, 4) ** 1.5
+    for name, kw in [("fft", {}), ("ifft", {"n": 6, "norm": "ortho"}), ("rfft", {"axis": 0}),
+                     ("irfft", {}), ("fftn", {"axes": (0, 1)}), ("hfft", {}), ("ihfft", {})]:
+        got = getattr(tnp.fft, name)(tnp.asarray(x), **kw)
+        want = getattr(numpy.fft, name)(x, **kw)
+        assert isinstance(got, tnp.ndarray) and numpy.asarray(got).dtype == want.dtype
+        numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-12, atol=1e-12)
+    for axes in (None, 0, (1,), (0, -1)):
+        for name in ("fftshift", "ifftshift"):
+            _same(getattr(tnp.fft, name)(tnp.asarray(x), axes=axes),
+                  getattr(numpy.fft, name)(x, axes=axes))
+    _same(tnp.fft.fftfreq(5, 0.5), numpy.fft.fftfreq(5, 0.5))
+    _same(tnp.fft.rfftfreq(6, dtype=tnp.float32), numpy.fft.rfftfreq(6).astype("f4"))
+    _same_error(lambda: numpy.fft.fftfreq(5, device="gpu"),
+                lambda: tnp.fft.fftfreq(5, device="gpu"))
+
+
+_CREATION = {"asarray": ([1.0],), "asanyarray": ([1.0],), "zeros": (3,), "ones": (3,),
+             "empty": (3,), "full": (3, 1.5), "zeros_like": ([1, 2],), "ones_like": ([1, 2],),
+             "empty_like": ([1, 2],), "full_like": ([1, 2], 7), "arange": (3,),
+             "linspace": (0, 1, 5), "eye": (3,)}
+
+
+@pytest.mark.parametrize("name", sorted(_CREATION))
+def test_creation_functions_take_numpy_s_devices(name):
+    args = _CREATION[name]
+    for device in (None, "cpu"):
+        got = getattr(tnp, name)(*args, device=device)
+        want = getattr(numpy, name)(*args, device=device)
+        if name != "empty" and name != "empty_like":
+            _same(got, want)
+        assert got.device == "cpu" and got.shape == want.shape and got.dtype == want.dtype
+    for device in ("gpu", 1, "cuda:0"):
+        _same_error(lambda: getattr(numpy, name)(*args, device=device),
+                    lambda: getattr(tnp, name)(*args, device=device))
+
+
+def test_the_namespace_returns_arrays_where_numpy_returns_scalars():
+    """Array-API code (scikit-learn's) takes every result to a namespace: a NumPy scalar
+    (a small realized array's reduction) would be NumPy's."""
+    array_api_compat = pytest.importorskip("array_api_compat")
+    t = tnp.asarray([1.0, 2.0, 4.0])
+    xp = array_api_compat.array_namespace(t)
+    assert xp is t.__array_namespace__() and xp.__array_api_version__ == "2024.12"
+    for r in (xp.sum(t), xp.max(t), xp.linalg.vector_norm(t), xp.mean(t)):
+        assert isinstance(r, tnp.ndarray) and r.shape == ()
+        assert array_api_compat.array_namespace(r, t) is xp
+    assert float(xp.mean(t)) == numpy.mean([1.0, 2.0, 4.0])
+    assert xp.linalg.slogdet(xp.eye(2)).sign.shape == ()

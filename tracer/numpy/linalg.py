@@ -5,7 +5,8 @@ from ..linalg import __getattr__  # noqa: F401
 from ..linalg import _u
 from .. import manipulation as _M
 from ..array import lazy as _lazy
-from ..dispatch import UFUNCS as _UFUNCS
+from .. import reductions as _R
+from ..recording import proxy as _proxy
 
 import numpy as _np
 
@@ -27,4 +28,14 @@ def cross(x1, x2, /, *, axis=-1):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    return _UFUNCS["vecdot"](x1, x2, axis=axis)
+    """sum(conj(x1) * x2) along axis in NumPy's result dtype (bool: any(x1 & x2)); NumPy's
+    gufunc on zero-byte stand-ins first gives its errors, dtype and shape."""
+    x1, x2 = _lazy(x1), _lazy(x2)
+    dt = _np.linalg.vecdot(_proxy(x1.shape, x1.dtype), _proxy(x2.shape, x2.dtype),
+                           axis=axis).dtype
+    a, b = _M.moveaxis(x1, axis, -1), _M.moveaxis(x2, axis, -1)
+    if dt.kind == "b":
+        return _R.any(_u(_np.logical_and, a, b), axis=-1)
+    if a.dtype.kind == "c":
+        a = _u(_np.conjugate, a)
+    return _R.sum(_u(_np.multiply, a, b), axis=-1, dtype=dt)
