@@ -329,3 +329,45 @@ def test_the_namespace_returns_arrays_where_numpy_returns_scalars():
         assert array_api_compat.array_namespace(r, t) is xp
     assert float(xp.mean(t)) == numpy.mean([1.0, 2.0, 4.0])
     assert xp.linalg.slogdet(xp.eye(2)).sign.shape == ()
+
+
+_SKLEARN = """
+import os, warnings
+os.environ["SCIPY_ARRAY_API"] = "1"  # before scipy is imported: scikit-learn requires it
+import numpy, sklearn
+import tracer.numpy as tnp
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.linear_model import Ridge
+rng = numpy.random.default_rng(0)
+X = rng.standard_normal((60, 4))
+y = (X[:, 0] + 0.3 * rng.standard_normal(60) > 0).astype(numpy.int64) + 2 * (X[:, 1] > 0.5)
+yr = X @ numpy.arange(1.0, 5.0) + 0.1 * rng.standard_normal(60)
+for make, target in [(lambda: LinearDiscriminantAnalysis(solver="svd"), y),
+                     (lambda: Ridge(alpha=0.5, solver="svd"), yr)]:
+    want = make().fit(X, target)
+    with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy fallback on the way
+        got = make().fit(tnp.asarray(X), tnp.asarray(target))
+        pred = got.predict(tnp.asarray(X))
+        assert isinstance(pred, tnp.ndarray) and isinstance(got.coef_, tnp.ndarray)
+        numpy.testing.assert_allclose(numpy.asarray(got.coef_), want.coef_, rtol=0, atol=1e-10)
+        numpy.testing.assert_allclose(numpy.asarray(pred), want.predict(X), rtol=0, atol=1e-10)
+        if hasattr(want, "decision_function"):
+            numpy.testing.assert_allclose(numpy.asarray(got.decision_function(tnp.asarray(X))),
+                                          want.decision_function(X), rtol=0, atol=1e-10)
+print("ok")
+"""
+
+
+def test_scikit_learn_array_api_dispatch_fits_on_tracer_arrays():
+    """LinearDiscriminantAnalysis and Ridge (solver="svd") with array_api_dispatch=True fit and
+    predict on tracer arrays as on NumPy's. One subprocess: SCIPY_ARRAY_API must be set before
+    SciPy is imported."""
+    import os
+    import subprocess
+    import sys
+    pytest.importorskip("sklearn")
+    pytest.importorskip("array_api_compat")
+    r = subprocess.run([sys.executable, "-c", _SKLEARN], capture_output=True, text=True,
+                       env={**os.environ, "SCIPY_ARRAY_API": "1"}, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
