@@ -147,7 +147,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
 
 
 def zeros(shape, dtype=float, order="C", *, device=None, like=None):
-    return full(shape, 0, dtype, order, device=device)
+    return full(shape, 0, dtype if dtype is not None else float, order, device=device)
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
@@ -156,7 +156,7 @@ def ones(shape, dtype=None, order="C", *, device=None, like=None):
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None):
     """Like zeros: a lazy empty array costs nothing until written, and zero is a safe value."""
-    return full(shape, 0, dtype, order, device=device)
+    return full(shape, 0, dtype if dtype is not None else float, order, device=device)
 
 
 def _like(fn, a, dtype, shape, *args, order="K"):

@@ -312,6 +312,9 @@ def test_creation_functions_take_numpy_s_devices(name):
         if name != "empty" and name != "empty_like":
             _same(got, want)
         assert got.device == "cpu" and got.shape == want.shape and got.dtype == want.dtype
+    if name in ("zeros", "empty", "ones", "full", "eye", "arange"):  # dtype=None: NumPy's default
+        got, want = getattr(tnp, name)(*args, dtype=None), getattr(numpy, name)(*args, dtype=None)
+        assert got.dtype == want.dtype
     for device in ("gpu", 1, "cuda:0"):
         _same_error(lambda: getattr(numpy, name)(*args, device=device),
                     lambda: getattr(tnp, name)(*args, device=device))
@@ -329,6 +332,29 @@ def test_the_namespace_returns_arrays_where_numpy_returns_scalars():
         assert array_api_compat.array_namespace(r, t) is xp
     assert float(xp.mean(t)) == numpy.mean([1.0, 2.0, 4.0])
     assert xp.linalg.slogdet(xp.eye(2)).sign.shape == ()
+
+
+def test_the_namespace_takes_the_standard_s_defaults_spelled_out():
+    """Where tracer.numpy's default is another spelling (NumPy's <no value>, float for None,
+    norm=None), the standard's value passed explicitly means the same."""
+    x = tnp.asarray(numpy.array([[3.0, -1.5, 2.0], [0.5, 2.0, 4.0]])) * 2
+    xp = x.__array_namespace__()
+    for name, args, kw in [("clip", (x,), {"min": None, "max": None}),
+                           ("diff", (x,), {"prepend": None, "append": None}),
+                           ("std", (x,), {"correction": 0.0}), ("var", (x,), {"correction": 0.0}),
+                           ("vecdot", (x, x), {"axis": -1}), ("zeros", (3,), {"dtype": None}),
+                           ("eye", (3,), {"dtype": None}), ("empty", (2,), {"dtype": None}),
+                           ("linalg.pinv", (x,), {"rtol": None}),
+                           ("fft.fft", (x,), {"norm": "backward"}),
+                           ("fft.irfftn", (x,), {"norm": "backward"})]:
+        fn = xp
+        for part in name.split("."):
+            fn = getattr(fn, part)
+        got, want = fn(*args, **kw), fn(*args)
+        assert numpy.asarray(got).dtype == numpy.asarray(want).dtype
+        numpy.testing.assert_array_equal(numpy.asarray(got), numpy.asarray(want))
+    _same(xp.diff(x, prepend=x[:, :1], axis=1), numpy.diff(numpy.asarray(x), axis=1,
+                                                         prepend=numpy.asarray(x)[:, :1]))
 
 
 _SKLEARN = """
