@@ -23,8 +23,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from .. import creation as _C
 from .. import manipulation as _M
-from ..array import lazy, ndarray
-from ..dispatch import LAZY, ufunc
+from ..array import lazy
+from ..dispatch import LAZY
 from ..recording import traced
 from ..sorting import _eager
 
@@ -151,7 +151,7 @@ class _Namespace(types.ModuleType):
 
     def __getattr__(self, name: str):
         obj = getattr(self._source, name)
-        if (callable(obj) and not isinstance(obj, type)) or isinstance(obj, ufunc):
+        if callable(obj) and not isinstance(obj, type):
             obj = _returning_arrays(obj)
         setattr(self, name, obj)
         return obj
