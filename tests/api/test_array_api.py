@@ -78,12 +78,35 @@ def _mismatches(std: inspect.Signature, ours: inspect.Signature) -> list[str]:
     return out
 
 
+_X = object()  # the test's array
+# defaults the namespace spells otherwise than the standard: a call with the standard's value
+# (test_the_namespace_takes_the_standard_s_defaults_spelled_out)
+_SPELLED_OUT = {
+    "clip": ((_X,), {"min": None, "max": None}), "std": ((_X,), {"correction": 0.0}),
+    "var": ((_X,), {"correction": 0.0}), "zeros": ((3,), {"dtype": None}),
+    "eye": ((3,), {"dtype": None}), "empty": ((2,), {"dtype": None}),
+    "linalg.pinv": ((_X,), {"rtol": None}),
+    **{f"fft.{n}": ((_X,), {"norm": "backward"}) for n in (
+        "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft")}}
+
+
+def _other_defaults(where: str, std: inspect.Signature, ours: inspect.Signature) -> list[str]:
+    spelled = _SPELLED_OUT.get(where, ((), {}))[1]
+    return [f"{where}: {p.name}={ours.parameters[p.name].default!r}, not {p.default!r}"
+            for p in std.parameters.values()
+            if p.default is not P.empty and p.name in ours.parameters and p.name not in spelled
+            and repr(ours.parameters[p.name].default) != repr(p.default)
+            and "Undef" not in repr(p.default)]  # (array_api_strict's "not given")
+
+
 def _public(mod) -> list[str]:
     return [n for n in mod.__all__ if n not in ("linalg", "fft") and n not in _STRICT_ONLY
             and n not in _ELSEWHERE]
 
 
-def _report(ns) -> list[str]:
+def _report(ns, defaults: bool = False) -> list[str]:
+    """Names of the standard missing from ns, or whose signature refuses a call the standard
+    allows; with `defaults`, default values it spells otherwise too."""
     problems = []
     for sub in ("", "linalg", "fft"):
         smod = getattr(xs, sub) if sub else xs
@@ -108,16 +131,25 @@ def _report(ns) -> list[str]:
                 problems.append(f"{where}: no signature")
             else:
                 problems += [f"{where}: {m}" for m in _mismatches(s, o)]
+                if defaults:
+                    problems += _other_defaults(where, s, o)
     return problems
 
 
 def test_every_function_of_the_standard_is_in_tracer_numpy_with_a_signature_taking_its_calls():
     assert _report(tnp) == [], "missing or mismatched functions"
+    # tracer.numpy is NumPy's drop-in: where NumPy's defaults are not the standard's it keeps
+    # NumPy's (not stable by default; diff(prepend=None) prepends None); the namespace has
+    # the standard's
+    assert _report(tnp, defaults=True) == [
+        "argsort: stable=None, not True", "diff: prepend=<no value>, not None",
+        "diff: append=<no value>, not None", "sort: stable=None, not True",
+        "vecdot: axis=<no value>, not -1"]
 
 
 def test_the_array_namespace_has_every_function_of_the_standard():
     ns = tnp.asarray([1.0]).__array_namespace__()
-    assert _report(ns) == [], "missing or mismatched functions"
+    assert _report(ns, defaults=True) == [], "missing or mismatched functions"
 
 
 def test_the_array_object_has_every_method_and_attribute_of_the_standard():
@@ -335,18 +367,13 @@ def test_the_namespace_returns_arrays_where_numpy_returns_scalars():
 
 
 def test_the_namespace_takes_the_standard_s_defaults_spelled_out():
-    """Where tracer.numpy's default is another spelling (NumPy's <no value>, float for None,
-    norm=None), the standard's value passed explicitly means the same."""
+    """Where the namespace's default is another spelling (NumPy's <no value>, float for None,
+    norm=None), the standard's value passed explicitly means the same: each such default
+    (_report lists the others as mismatches) called both ways."""
     x = tnp.asarray(numpy.array([[3.0, -1.5, 2.0], [0.5, 2.0, 4.0]])) * 2
     xp = x.__array_namespace__()
-    for name, args, kw in [("clip", (x,), {"min": None, "max": None}),
-                           ("diff", (x,), {"prepend": None, "append": None}),
-                           ("std", (x,), {"correction": 0.0}), ("var", (x,), {"correction": 0.0}),
-                           ("vecdot", (x, x), {"axis": -1}), ("zeros", (3,), {"dtype": None}),
-                           ("eye", (3,), {"dtype": None}), ("empty", (2,), {"dtype": None}),
-                           ("linalg.pinv", (x,), {"rtol": None}),
-                           ("fft.fft", (x,), {"norm": "backward"}),
-                           ("fft.irfftn", (x,), {"norm": "backward"})]:
+    for name, (args, kw) in _SPELLED_OUT.items():
+        args = tuple(x if a is _X else a for a in args)
         fn = xp
         for part in name.split("."):
             fn = getattr(fn, part)
