@@ -9,7 +9,7 @@ answers are not the standard's made the standard's: a NumPy scalar (NumPy's redu
 small realized arrays, see tracer/eager.py) comes back as a 0-d tracer array, so that
 array-API code sees one namespace; `unique_*` are sorted (NumPy 2.3's are in hash order,
 which code written for array_api_compat.numpy does not expect); `sort`/`argsort` are stable
-unless told otherwise; `diff` takes None for no prepend/append; `vecdot` is linalg's (lazy
+unless told otherwise; `clip(x, lo)` needs no upper bound; `diff` takes None for no prepend/append; `vecdot` is linalg's (lazy
 along any axis, where the gufunc's axis= runs NumPy).
 """
 from __future__ import annotations
@@ -174,6 +174,11 @@ def _diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     return LAZY["diff"](x, n, axis, **more)
 
 
+def _clip(x, /, min=None, max=None):
+    """The standard's bounds: either may be left out (NumPy's clip(x, lo) wants a_max)."""
+    return LAZY["clip"](x, min=min, max=max)
+
+
 def _unique(x, **flags):
     return LAZY["unique"](x, equal_nan=False, **flags)
 
@@ -204,7 +209,7 @@ _SETOPS = np.lib._arraysetops_impl  # (where NumPy keeps its result types)
 def namespace() -> _Namespace:
     tnp = sys.modules["tracer.numpy"]
     ns = _Namespace("tracer.array_api", tnp, dict(
-        sort=_sort, argsort=_argsort, diff=_diff, vecdot=tnp.linalg.vecdot, unique_all=_unique_all, unique_counts=_unique_counts,
+        sort=_sort, argsort=_argsort, clip=_clip, diff=_diff, vecdot=tnp.linalg.vecdot, unique_all=_unique_all, unique_counts=_unique_counts,
         unique_inverse=_unique_inverse, unique_values=_unique_values))
     ns.linalg = _Namespace("tracer.array_api.linalg", tnp.linalg, {})
     ns.fft = _Namespace("tracer.array_api.fft", tnp.fft, {})
