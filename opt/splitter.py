@@ -157,6 +157,31 @@ def find(roots: list[Node], sources: set | None = None) -> Split | None:
     return best
 
 
+def first_cuts(roots: list[Node], sources: set) -> list[Node]:
+    """Reductions over the rows of a source in `sources` (ids of leaves, first axis) whose
+    results meet that source's rows again (`x - x.mean(0)`): no split runs them in one pass,
+    but once they are computed (by a split of their own) and made leaves, one may."""
+    order = toposort(roots)
+    if len(order) > MAX_NODES:
+        return []
+    found: dict[int, Node] = {}
+    for source in order:
+        if id(source) not in sources or not source.ndim:
+            continue
+        ax = _trace(roots, order, source, 0)
+        for n in order:
+            ins = [ax[id(i)] for i in n.inputs]
+            if ax[id(n)] == FAIL and FAIL not in ins and CUT in ins:
+                stack = [i for i, a in zip(n.inputs, ins) if a == CUT]
+                while stack:  # down to the reductions over the rows (not their broadcasts)
+                    c = stack.pop()
+                    if _kind(c) is Kind.REDUCE and isinstance(ax[id(c.inputs[0])], int):
+                        found[id(c)] = c
+                    else:
+                        stack.extend(i for i in c.inputs if ax[id(i)] == CUT)
+    return list(found.values())
+
+
 def _frontier(order: list[Node], ax: dict[int, object], source: Node) -> list[Node]:
     """Values independent of S that chunks read whole (a matmul's other operand, a row
     statistic of another input): realized once before the chunks. Leaves, constants and

@@ -25,9 +25,13 @@ import weakref
 
 import numpy as np
 
+from tracer.cuda_kernels.backends import to_host
 from tracer.cuda_kernels.layout import over_one_element
+from tracer.ir.config import CONFIG
 from tracer.ir.node import Buffer, Node, make, toposort
+from tracer.ir.registry import OPS
 from tracer.ir.stats import STATS, Stats
+from tracer.opt import splitter
 from . import budget as _budget
 from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
 
@@ -84,8 +88,6 @@ def _room(fraction: float, dask_worker=None) -> int:
     import numba
     import psutil
 
-    import tracer.numpy  # noqa: F401  (the runtime and the compiler every chunk needs)
-    from tracer import engine  # noqa: F401
     numba.njit(lambda x: x + 1)(1)  # LLVM's own memory, held from the first compile on
     limit = dask_worker.memory_manager.memory_limit or psutil.virtual_memory().total
     held = psutil.Process().memory_info().rss + COMPILE_BYTES
@@ -162,10 +164,12 @@ def remote_leaves(roots: list[Node]) -> list[Node]:
 def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
     """(the Remote, first row, end row, byte offset in the first row's block of rows) of a
     view of a Remote's stand-in; None for any other array."""
-    base = value if value.base is None else value.base
-    r = _REMOTE.get(id(base))
-    if r is None or r.value is not base:
-        return None
+    r = _REMOTE.get(id(value))  # the stand-in itself, or a view of it
+    if r is None or r.value is not value:
+        r = _REMOTE.get(id(value.base))
+        if r is None or r.value is not value.base:
+            return None
+    base = r.value
     off = value.ctypes.data - base.ctypes.data
     lo_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st < 0)
     hi_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st > 0)
@@ -189,8 +193,8 @@ def _from_rows(spec, *blocks) -> np.ndarray:
 
 def _leaf_args(client, b: Buffer, shared: set, sent: dict):
     """A chunk leaf's value as a task argument: a view of a Remote as the blocks that cover
-    it (Dask moves them; tasks go where they are), a value every chunk reads as one
-    broadcast future, a chunk's own rows in its task."""
+    it (Dask moves them; tasks go where they are), a value every chunk reads as one future,
+    a chunk's own rows in its task."""
     at = _remote_rows(b.value)
     if at is not None:
         r, lo, hi, off = at
@@ -201,30 +205,32 @@ def _leaf_args(client, b: Buffer, shared: set, sent: dict):
         return ("rows", spec, [f for _, f in blocks])
     if id(b) not in shared:
         return ("value", b.value)
-    if id(b) not in sent:
-        sent[id(b)] = client.scatter(b.value, hash=False, broadcast=True)
+    if id(b) not in sent:  # a task's result, not scattered data: made again if it is lost
+        sent[id(b)] = client.submit(_same, b.value, pure=False)
     return ("value", sent[id(b)])
 
 
-def evaluate(roots: list[Node]) -> list:
-    """The engine's evaluation of a graph that reads values held on the cluster: split along
-    the rows of one of them, each chunk a task beside its rows."""
-    from tracer import budgeted, engine
-    from tracer.opt import splitter
-    on = active()
-    if on is None:
+def _same(value):
+    return value
+
+
+def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
+    """(split, []) for a graph that reads values held on the cluster: along the rows of one
+    of them (the engine runs it with budgeted.run_split, each chunk a task beside its rows);
+    or (None, reductions to compute first) where their results meet those rows again."""
+    if active() is None:
         raise RuntimeError("tracer: this value is held on a Dask cluster: evaluate it inside "
                            "`with tracer.cluster(client):`")
     sources = {id(n) for n in remote_leaves(roots)}
     split = splitter.find(roots, sources)
-    if split is None:
+    if split is not None:
+        return split, []
+    first = splitter.first_cuts(roots, sources)
+    if not first:
         raise MemoryBudgetError(
             "tracer.cluster: no value held on the cluster has rows that every output follows "
             "(row by row), so this evaluation cannot run as chunks beside them")
-    be = engine.backend()
-    plan = lambda g, b: engine.plan(g, b)[0]  # noqa: E731
-    return budgeted.run_split(roots, plan(roots, be), split, _budget.active(), be,
-                              engine.execute, plan)
+    return None, first
 
 
 # the draws a cluster makes on its workers: every parameter but `size` a scalar
@@ -283,7 +289,7 @@ class _Pickler(pickle.Pickler):
         self._seen: dict[int, int] = {}
 
     def persistent_id(self, obj):
-        if type(obj) is Buffer:
+        if isinstance(obj, Buffer):
             k = self._seen.get(id(obj))
             if k is None:
                 k = self._seen[id(obj)] = len(self.buffers)
@@ -333,13 +339,16 @@ def unpack(data: bytes, values) -> list[Node]:
 _COUNTERS = [f for f in Stats.__dataclass_fields__]
 
 
-def _chunk_task(data: bytes, budget: Budget, where: str, specs: list, *args) -> dict:
-    """Run one chunk's graph on a worker under its budget: its outputs as NumPy arrays, and
-    what it added to the worker's counters. `specs`, one per leaf, say how its value comes
-    from `args`: as it is, or a view of the blocks of rows that follow (_leaf_args)."""
-    from tracer import engine
-    from tracer.cuda_kernels.backends import to_host
-    from tracer.ir.config import CONFIG
+# the engine's chunk task (tracer.engine.chunk_task: a worker unpickles it by that name, which
+# loads the engine there), set when the engine loads
+TASK: list = [None]
+
+
+def run_task(execute, data: bytes, budget: Budget, where: str, specs: list, *args) -> dict:
+    """Run one chunk's graph on a worker (`execute`: the engine's) under its budget: its
+    outputs as NumPy arrays, and what it added to the worker's counters. `specs`, one per
+    leaf, say how its value comes from `args`: as it is, or a view of the blocks of rows that
+    follow (_leaf_args)."""
     CONFIG.compile_mode = "sync"  # a Dask worker is a daemon: no compile processes of its own
     before = [getattr(STATS, f) for f in _COUNTERS]
     _ON_WORKER.on = True
@@ -350,7 +359,7 @@ def _chunk_task(data: bytes, budget: Budget, where: str, specs: list, *args) -> 
             at += n
         roots = unpack(data, values)
         with memory_budget(budget.limit, budget.split_size):
-            bufs = engine.execute(roots)
+            bufs = execute(roots)
         out = [np.array(to_host(b), copy=False) for b in bufs]
     except MemoryBudgetError as e:
         raise MemoryBudgetError(f"tracer.cluster: {where}: {e}") from None
@@ -384,10 +393,7 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
     (or, `outs` None, kept on the cluster: their Remotes are returned); the reductions'
     partials combined on the cluster in chunk order into `partial`. `shared`: ids of the
     buffers every chunk reads whole (sent once), `names`: the chunk's kernels."""
-    from distributed import as_completed
-
-    from tracer.ir.registry import OPS
-    from tracer.opt.splitter import row_block
+    from distributed import as_completed  # (Dask is imported where a cluster is used)
     cl = active()
     client = cl.client
     split = st.split
@@ -416,7 +422,7 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
                 args.extend(futs[0])
         hi = min(lo + rows, split.rows)
         where = f"the chunk of rows {lo}:{hi} of {split.source.dtype}{list(split.source.shape)}"
-        fut = client.submit(_chunk_task, data, cl.worker_budget, where, specs, *args,
+        fut = client.submit(TASK[0], data, cl.worker_budget, where, specs, *args,
                             key=f"tracer-{names}-{token}-{lo}", pure=False)
         parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
         if keep:  # the rows stay on the cluster: blocks of Remote results
@@ -436,7 +442,7 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
             lo = start_of[fut.key]
             hi = min(lo + rows, split.rows)
             for out, (_, ax), v in zip(outs, st.deps, fut.result()):
-                row_block(out, ax, lo, hi)[...] = v
+                splitter.row_block(out, ax, lo, hi)[...] = v
             fut.release()
         nxt = next(starts, None)
         if nxt is not None:

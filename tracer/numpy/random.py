@@ -83,7 +83,7 @@ def _draw(fn, name: str, args: tuple, kwargs: dict):
             return fn(*_to_host(args), **_to_host(kwargs))
     gen = getattr(fn, "__self__", None)
     if isinstance(gen, _np.random.Generator):  # a big draw inside tracer.cluster: on workers
-        from tracer import dask_cluster
+        from tracer import dask_cluster  # (with the engine: loaded at the first evaluation)
         remote = dask_cluster.draw(gen, name, args, kwargs)
         if remote is not None:
             return _ndarray(_Var(_make("input", (), remote.value.shape, remote.value.dtype,
