@@ -21,7 +21,7 @@ from . import graph as G
 from .recording import proxy, shape_str, traced
 from . import store as _store
 from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
-from .mapped import held
+from .mapped import held, leaf
 from .store import _PENDING, Var, evaluate_vars, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
@@ -463,7 +463,7 @@ def asarray_node(x: Any) -> Node:
         raise TypeError(f"tracer: unsupported operand of dtype {a.dtype}")
     if a.ndim == 0:
         return G.const(a[()], a.dtype)
-    return G.leaf(a)
+    return leaf(a)
 
 
 def evaluate(*arrays):

@@ -13,9 +13,8 @@ import numpy as np
 from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from . import debug
-from . import graph as G
 from .array import ndarray
-from .mapped import held
+from .mapped import held, leaf
 from .store import Var, to_numpy
 from .write import write_all
 
@@ -135,7 +134,7 @@ def _wrap(x):
 
 
 def _leaf_from_numpy(a: np.ndarray) -> Node:
-    return G.leaf(held(a))
+    return leaf(held(a))
 
 
 def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:

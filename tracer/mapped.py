@@ -14,6 +14,7 @@ MADV_DONTNEED: the pages stay in the OS page cache, and are read again from ther
 from __future__ import annotations
 
 import mmap
+import weakref
 
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
@@ -22,6 +23,7 @@ from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.catalogue import py_slice
 from tracer.ir.node import Node, toposort
 from tracer.ir.registry import VIEW_OPS
+from . import graph as G
 
 _PAGE = mmap.PAGESIZE
 
@@ -53,6 +55,24 @@ def held(a, dtype=None) -> np.ndarray:
     if frozen(a) and (dtype is None or np.dtype(dtype) == a.dtype):
         return a if type(a) is np.ndarray else a.view(np.ndarray)
     return snapshot(a, dtype)
+
+
+# (id of the memory's holder, address, shape, strides, dtype) -> the leaf over that memory
+_LEAVES: "weakref.WeakValueDictionary[tuple, Node]" = weakref.WeakValueDictionary()
+
+
+def leaf(a: np.ndarray) -> Node:
+    """The input leaf holding a (from `held`). A frozen array's is one leaf per region of
+    memory, however often it is recorded: `np.max(mm) + np.sum(mm * 2)` reads one value,
+    which a split under a budget follows in both. (The leaf holds the memory's holder alive:
+    its id names it while the entry lives.)"""
+    if not frozen(a):
+        return G.leaf(a)
+    key = (id(_root(a)), a.ctypes.data, a.shape, a.strides, a.dtype.str)
+    n = _LEAVES.get(key)
+    if n is None:
+        n = _LEAVES[key] = G.leaf(a)
+    return n
 
 
 def file_array(n: Node) -> np.ndarray | None:

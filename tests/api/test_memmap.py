@@ -38,6 +38,8 @@ OPS = {
     "strided": lambda m, x: m.asarray(x[::2, 1::3]) * 3,
     "row": lambda m, x: m.asarray(x)[5] + 1,
     "astype": lambda m, x: m.asarray(x, dtype=m.float32),
+    "to_int8": lambda m, x: m.array(x, dtype=m.int8),
+    "ndmin": lambda m, x: m.array(x[3], dtype=m.complex128, ndmin=3, order="F"),
 }
 
 
@@ -49,6 +51,23 @@ def test_read_only_memmap_inputs_match_numpy(tmp_path, dtype, op):
     _same(OPS[op](np, mm), OPS[op](numpy, values))
 
 
+@pytest.mark.parametrize("offset", [8 * 1024 + 16, 3])
+def test_memmap_at_an_offset_in_chunks(tmp_path, offset):
+    """An offset into the file (its own page, or not aligned for its dtype: copied), reduced in
+    chunks whose pages are dropped as they are read."""
+    values = numpy.random.default_rng(1).standard_normal((512, 64))
+    path = tmp_path / "a.bin"
+    with open(path, "wb") as f:
+        f.write(b"x" * offset + values.tobytes())
+    mm = numpy.memmap(path, numpy.float64, "r", offset=offset, shape=values.shape)
+    with tracer.memory_budget("64 KiB"):
+        s, m = np.sum(np.multiply(mm, 2), axis=1), np.max(mm)
+        tracer.evaluate(s, m)
+    _same(s, (values * 2).sum(axis=1))
+    _same(m, values.max())
+    assert tracer.stats().split_chunks > 1
+
+
 def test_a_read_only_memmap_is_not_copied_when_recorded(tmp_path):
     mm = _memmap(tmp_path / "a.bin", numpy.arange(2**20, dtype=numpy.float64))  # 8 MiB
     tracemalloc.start()
@@ -56,6 +75,7 @@ def test_a_read_only_memmap_is_not_copied_when_recorded(tmp_path):
         a = np.asarray(mm)
         b = np.multiply(mm, 2) + mm  # (mm * 2 would be NumPy's operator: NumPy's copy)
         s = np.sum(mm)
+        f = np.asarray(mm, dtype=np.float32)  # converted when evaluated
         grew = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
@@ -63,6 +83,7 @@ def test_a_read_only_memmap_is_not_copied_when_recorded(tmp_path):
     assert numpy.shares_memory(numpy.asarray(a), mm)
     numpy.testing.assert_array_equal(numpy.asarray(b), numpy.arange(2**20) * 3.0)
     assert float(s) == float(numpy.arange(2**20, dtype=numpy.float64).sum())
+    _same(f, numpy.arange(2**20, dtype=numpy.float32))
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # np.load: a fallback, counted
@@ -156,12 +177,11 @@ def test_a_1gib_memmap_reduced_under_a_64mib_budget(tmp_path):
     process grows by less than the budget (the kernels are loaded first, on a small file)."""
     small = tmp_path / "small.bin"
     want_small = _expected(_sparse_file(small, 2048), 2048)  # 16 MiB
-    mm = numpy.memmap(small, numpy.float64, "r", shape=(2048, COLS))
+    ms = numpy.memmap(small, numpy.float64, "r", shape=(2048, COLS))
     for name, case in CASES.items():
         with tracer.memory_budget("4 MiB"):
-            got = numpy.asarray(case(mm))
+            got = numpy.asarray(case(ms))
         numpy.testing.assert_allclose(got, want_small[name], rtol=1e-9, atol=1e-6)
-    del mm
     big = tmp_path / "big.bin"
     want = _expected(_sparse_file(big, ROWS), ROWS)
     mm = numpy.memmap(big, numpy.float64, "r", shape=(ROWS, COLS))
@@ -175,8 +195,7 @@ def test_a_1gib_memmap_reduced_under_a_64mib_budget(tmp_path):
         assert grew < 64 * MiB, (name, grew / MiB)
         numpy.testing.assert_allclose(got[0], want[name], rtol=1e-9, atol=1e-6)
         assert tracer.stats().planned_peak_bytes <= 64 * MiB
-    del mm
-    big.unlink()
+    big.unlink()  # (1 GiB of file pages mapped: removed at once, not with the tmp folders)
 
 
 def test_a_budget_a_mapped_input_cannot_meet_raises_before_reading(tmp_path):
