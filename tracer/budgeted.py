@@ -119,6 +119,19 @@ def _need(g, be, plan) -> int:
     return need_bytes(plan(g, be), g)
 
 
+def _user_rows(source):
+    """The split source's value where it is the user's memory, an input or a reshape of one
+    that is a view of it (its rows are read from there chunk by chunk), else None (it is
+    computed before the chunks)."""
+    if source.op == "input":
+        return source.attr("buf").value
+    if splitter.reshaped_input(source):
+        v = source.inputs[0].attr("buf").value
+        if isinstance(v, np.ndarray) and v.flags.c_contiguous:
+            return v.reshape(source.shape)
+    return None
+
+
 def _leaf_of(n, value):
     return make("input", (), n.shape, n.dtype, (("buf", Buffer(value)),))
 
@@ -150,7 +163,7 @@ def _stages(roots, split, be, plan) -> _Stages:
     cuts = [c for c, _ in split.cuts.values()]
     post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
             split.cuts]
-    pre = ([split.source] if split.source.op != "input" else []) + split.frontier + \
+    pre = ([split.source] if _user_rows(split.source) is None else []) + split.frontier + \
         [r for r, a in zip(roots, split.root_axes) if a is None]
     pre = list({id(n): n for n in pre}.values())
     held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts) + \
@@ -175,7 +188,7 @@ def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be,
     # (the big values grow with the rows), then shrink until the chunk's plan fits beside what
     # is held
     biggest = max([n.nbytes for n in _made(program)] + [1] +
-                  [split.source.nbytes] * (mapped.file_array(split.source) is not None))
+                  [split.source.nbytes] * mapped.frozen(_user_rows(split.source)))
     rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
     need = need_of(rows)
     while st.held + need > budget.limit and rows > 1:
@@ -213,8 +226,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
     split = split.on(roots)
     st = _stages(roots, split, be, plan)
     stand = {id(n): _stand_in(n) for n in st.pre}
-    source = split.source.attr("buf").value if split.source.op == "input" else \
-        stand[id(split.source)].attr("buf").value
+    user = _user_rows(split.source)
+    source = user if user is not None else stand[id(split.source)].attr("buf").value
     rows, need = _chunk_rows(st, program, whole, budget, _rows_of(source, split.axis), be, plan)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
@@ -222,7 +235,7 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
         for n, buf in zip(st.pre, execute(st.pre)):
             realized[id(n)] = make("input", (), n.shape, n.dtype, (("buf", buf),))
         measured = STATS.measured_peak_bytes
-    if split.source.op != "input":
+    if user is None:
         source = realized[id(split.source)].attr("buf").value
     src_rows = _rows_of(source, split.axis)
     outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
