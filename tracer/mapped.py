@@ -107,12 +107,12 @@ def reads(roots: list[Node]) -> list[np.ndarray]:
 
 
 def span(parts: list[np.ndarray]) -> int:
-    """The bytes of file pages the parts cover (a bound: overlaps count twice)."""
+    """The bytes of the file pages the parts touch (overlaps count twice)."""
     total = 0
     for p in parts:
         if p.size:
             lo, hi = byte_bounds(p)
-            total += hi - lo + 2 * _PAGE
+            total += (-(-hi // _PAGE) - lo // _PAGE) * _PAGE
     return total
 
 

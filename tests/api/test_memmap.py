@@ -100,7 +100,7 @@ def test_load_with_mmap_mode_reads_in_place(tmp_path):
 def test_writes_into_an_array_of_a_read_only_memmap(tmp_path):
     values = numpy.arange(12.0).reshape(3, 4)
     mm = _memmap(tmp_path / "a.bin", values)
-    x = np.asarray(mm)
+    x, y = np.asarray(mm), np.asarray(mm)  # one leaf: the same memory
     x[0, 1] = 50
     x += 1
     x[2] *= 2
@@ -109,6 +109,7 @@ def test_writes_into_an_array_of_a_read_only_memmap(tmp_path):
     want += 1
     want[2] *= 2
     _same(x, want)
+    _same(y, values)
     numpy.testing.assert_array_equal(numpy.fromfile(tmp_path / "a.bin").reshape(3, 4), values)
 
 
