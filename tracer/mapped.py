@@ -42,8 +42,10 @@ def _read_only_map(obj) -> bool:
 def frozen(a) -> bool:
     """Whether a is a C-contiguous, aligned array over memory no one can write through this
     process: a read-only file mapping, or bytes."""
-    if not isinstance(a, np.ndarray) or a.flags.writeable or not a.flags.c_contiguous \
-            or not a.flags.aligned:
+    if not isinstance(a, np.ndarray) or a.base is None:  # (quick: an array owning its data)
+        return False
+    flags = a.flags
+    if flags.writeable or not flags.c_contiguous or not flags.aligned:
         return False
     root = _root(a)
     return isinstance(root, bytes) or _read_only_map(root)
