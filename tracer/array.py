@@ -357,6 +357,7 @@ class ndarray:
 
 
 def _unpickle(value: np.ndarray, writeable: bool, arr0: bool) -> ndarray:
+    importlib.import_module("tracer.numpy")  # installs the methods: a worker may import no more
     out = ndarray(Var(G.leaf(value)))
     if arr0:
         out._arr0 = True  # (any other 0-d array stands for NumPy's scalar, as it did)

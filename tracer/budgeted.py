@@ -8,7 +8,7 @@ file. The engine calls `run`.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from tracer.cuda_kernels.executor import PeakMeter
 from tracer.cuda_kernels.layout import over_one_element
 from tracer.opt import splitter
 from tracer.opt.splitter import row_block
+from . import dask_cluster as cluster
 from . import mapped
 from .budget import Budget, MemoryBudgetError, beside, fmt_bytes
 
@@ -228,7 +229,19 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
     stand = {id(n): _stand_in(n) for n in st.pre}
     user = _user_rows(split.source)
     source = user if user is not None else stand[id(split.source)].attr("buf").value
-    rows, need = _chunk_rows(st, program, whole, budget, _rows_of(source, split.axis), be, plan)
+    on = cluster.active()
+    if on is None:
+        rows, need = _chunk_rows(st, program, whole, budget, _rows_of(source, split.axis), be,
+                                 plan)
+    else:  # chunks sized to a worker, which holds what every chunk reads whole
+        if st.held > budget.limit:
+            raise over_budget(program, whole, budget, f"the client holds {fmt_bytes(st.held)} "
+                              "through the chunks (the row-wise results, the values the chunks "
+                              "read whole)", st.held)
+        inputs = [n for n in toposort(roots) if n.op == "input" and n is not split.source]
+        on_worker = replace(st, held=sum(n.nbytes for n in st.pre + inputs))
+        rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
+                                 _rows_of(source, split.axis), be, plan)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:
@@ -240,10 +253,18 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
     src_rows = _rows_of(source, split.axis)
     outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
     partial: list = [None] * len(st.cuts)
-    with beside(budget, st.held):
-        for lo in range(0, split.rows, rows):
-            _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
-            measured = max(measured, st.held + STATS.measured_peak_bytes)
+    if on is not None:
+        shared = {id(n.attr("buf")) for n in toposort(roots) if n.op == "input"}
+        shared.update(id(r.attr("buf")) for r in realized.values())
+        g = st.chunk_graph(rows, 0, src_rows, realized)
+        names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
+        cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
+        measured = max(measured, st.held)
+    else:
+        with beside(budget, st.held):
+            for lo in range(0, split.rows, rows):
+                _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
+                measured = max(measured, st.held + STATS.measured_peak_bytes)
     result = {id(r): Buffer(o) for (r, _), o in zip(st.deps, outs)}
     for c, v in zip(st.cuts, partial):
         realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
