@@ -2,7 +2,7 @@
 `numpy.memmap` of mode 'r', `numpy.load(..., mmap_mode='r')`) or a bytes object. A leaf holds
 such an array itself and reads it when it is evaluated, where any other NumPy array is copied
 when it is recorded (its owner may write into it later, and the op must see the value it had).
-A writable mapping (modes 'r+', 'w+', 'c') is such an array: it is copied. The one caveat: the
+A writable mapping (modes 'r+', 'w+', 'c') is copied like those. The one caveat: the
 file itself may change before the evaluation reads it (another process writes it, or a
 writable mapping of the same file does); the evaluation then sees its new contents.
 
@@ -65,8 +65,8 @@ _LEAVES: "weakref.WeakValueDictionary[tuple, Node]" = weakref.WeakValueDictionar
 
 def leaf(a: np.ndarray) -> Node:
     """The input leaf holding a (from `held`). A frozen array's is one leaf per region of
-    memory, however often it is recorded: `np.max(mm) + np.sum(mm * 2)` reads one value,
-    which a split under a budget follows in both. (The leaf holds the memory's holder alive:
+    memory, however often it is recorded: `np.max(mm) + np.sum(mm)` reads one value, which a
+    split under a budget follows in both. (The leaf holds the memory's holder alive:
     its id names it while the entry lives.)"""
     if not frozen(a):
         return G.leaf(a)
@@ -94,14 +94,14 @@ def reads(roots: list[Node]) -> list[np.ndarray]:
         if n.op in VIEW_OPS:
             continue
         for i in n.inputs:
-            leaf = i
-            while leaf.op in VIEW_OPS:
-                leaf = leaf.inputs[0]
-            v = file_array(leaf)
+            base = i
+            while base.op in VIEW_OPS:
+                base = base.inputs[0]
+            v = file_array(base)
             if v is None:
                 continue
-            got = parts.setdefault(id(leaf), [v, []])
-            if i.op == "slice" and i.inputs[0] is leaf and got[1] is not None:
+            got = parts.setdefault(id(base), [v, []])
+            if i.op == "slice" and i.inputs[0] is base and got[1] is not None:
                 got[1].append(v[tuple(py_slice(*s) for s in i.attr("slices"))])
             else:
                 got[1] = None

@@ -82,6 +82,10 @@ def test_a_read_only_memmap_is_not_copied_when_recorded(tmp_path):
         tracemalloc.stop()
     assert grew < MiB // 4, grew
     assert numpy.shares_memory(numpy.asarray(a), mm)
+    raw = bytes(range(256)) * 64  # immutable too: read in place
+    r = np.asarray(numpy.frombuffer(raw, numpy.uint16))
+    assert numpy.shares_memory(numpy.asarray(r), numpy.frombuffer(raw, numpy.uint8))
+    _same(r * 1, numpy.frombuffer(raw, numpy.uint16))
     numpy.testing.assert_array_equal(numpy.asarray(b), numpy.arange(2**20) * 3.0)
     assert float(s) == float(numpy.arange(2**20, dtype=numpy.float64).sum())
     _same(f, numpy.arange(2**20, dtype=numpy.float32))
