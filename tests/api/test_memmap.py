@@ -183,12 +183,12 @@ CASES = {
 def test_a_1gib_memmap_reduced_under_a_64mib_budget(tmp_path):
     """Each reduction reads the file in chunks and drops each chunk's pages once read: the
     process grows by less than the budget. Code is not in the budget: the kernels are
-    compiled and loaded first, on a small file in chunks."""
+    compiled and loaded first, on a smaller file in chunks of the same size."""
     small = tmp_path / "small.bin"
-    want_small = _expected(_sparse_file(small, 2048), 2048)  # 16 MiB
-    ms = numpy.memmap(small, numpy.float64, "r", shape=(2048, COLS))
+    want_small = _expected(_sparse_file(small, ROWS // 8), ROWS // 8)  # 128 MiB
+    ms = numpy.memmap(small, numpy.float64, "r", shape=(ROWS // 8, COLS))
     for name, case in CASES.items():
-        with tracer.memory_budget("4 MiB"), context(compile_mode="sync"):
+        with tracer.memory_budget("64 MiB"), context(compile_mode="sync"):
             got = numpy.asarray(case(ms))
         numpy.testing.assert_allclose(got, want_small[name], rtol=1e-9, atol=1e-6)
     big = tmp_path / "big.bin"
