@@ -77,5 +77,8 @@ def default_backend(requested: str = "") -> str:
 def to_host(buf: Buffer):
     """The host (NumPy) value of a buffer, copied from the device once and kept."""
     if buf.host is None:
+        fetch = getattr(buf, "fetch", None)  # a value held elsewhere (tracer.cluster)
+        if fetch is not None:
+            return fetch()
         buf.host = get("cuda").to_host(buf.value)
     return buf.host

@@ -130,11 +130,12 @@ def _trace(roots: list[Node], order: list[Node], source: Node, axis: int) -> dic
     return ax
 
 
-def find(roots: list[Node]) -> Split | None:
+def find(roots: list[Node], sources: set | None = None) -> Split | None:
     """The (source, axis) every root follows row by row that leaves the least to hold whole
     (the source, when computed, and the values the chunks read in full); None when there is
-    none. O(c n) for c candidate (source, axis) pairs, each traced over the graph, on graphs
-    of at most MAX_NODES nodes; a larger graph is only sorted, O(n)."""
+    none. `sources`: ids of the only leaves to split, along their first axis (values held in
+    blocks of rows elsewhere). O(c n) for c candidate (source, axis) pairs, each traced over
+    the graph, on graphs of at most MAX_NODES nodes; a larger graph is only sorted, O(n)."""
     order = toposort(roots)
     if len(order) > MAX_NODES:
         return None
@@ -142,9 +143,11 @@ def find(roots: list[Node]) -> Split | None:
     leaves = [n for n in order if n.op == "input" and n.ndim]
     computed = [n for n in order if not is_leaf(n) and n.ndim and id(n) not in root_ids and
                 (_kind(n) is not Kind.MOVEMENT or reshaped_input(n))]
+    if sources is not None:
+        leaves, computed = [n for n in leaves if id(n) in sources], []
     best, held = None, 0
     for source in leaves + computed:
-        for axis in range(source.ndim):
+        for axis in range(source.ndim if sources is None else 1):
             if source.shape[axis] < 2:
                 continue
             ax = _trace(roots, order, source, axis)

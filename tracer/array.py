@@ -263,13 +263,13 @@ class ndarray:
         if api_version is not None and api_version not in _API_VERSIONS:
             raise ValueError(f'Version "{api_version}" of the Array API Standard is not '
                              "supported.")
-        return importlib.import_module("tracer.numpy")  # (it imports this module)
+        return importlib.import_module("tracer.numpy._array_api").namespace()
 
     @property
     def device(self) -> str:
         return "cpu"  # as NumPy's: values come to the host when read, whatever the backend
 
-    def to_device(self, device, /, *, stream=None):
+    def to_device(self, device, /, stream=None):
         if stream is not None:
             raise ValueError("The stream argument in to_device() is not supported")
         if device != "cpu":

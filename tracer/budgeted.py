@@ -178,13 +178,15 @@ def _stages(roots, split, be, plan) -> _Stages:
     return _Stages(split, deps, cuts, pre, post, held, pre_need, post_need)
 
 
-def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be,
-                plan) -> tuple[int, int]:
-    """(rows, need): the most rows a chunk may have whose need fits beside what is held, or
-    raise MemoryBudgetError naming the smallest budget that works."""
+def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be, plan,
+                per_row: int = 0) -> tuple[int, int]:
+    """(rows, need): the most rows a chunk may have whose need (and `per_row` bytes a row
+    besides) fits beside what is held, or raise MemoryBudgetError naming the smallest budget
+    that works."""
     stand = {id(n): _stand_in(n) for n in st.pre}
     split, n_rows = st.split, st.split.rows
-    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan)  # noqa: E731
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan) + \
+        rows * per_row  # noqa: E731
     # start from chunks whose biggest value (or read of a mapped source) is about split_size
     # (the big values grow with the rows), then shrink until the chunk's plan fits beside what
     # is held
@@ -211,7 +213,8 @@ def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be,
     raise over_budget(program, whole, budget, why, smallest)
 
 
-def run_split(roots, program, split, budget: Budget, be: str, execute, plan, whole: int) -> list:
+def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
+              whole: int | None = None) -> list:
     """Evaluate roots within the budget by splitting them as the optimizer found (`split`, or
     None where nothing splits: opt/splitter.py), or raise MemoryBudgetError before anything is
     allocated. `execute(roots)` evaluates a graph.
@@ -220,7 +223,9 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
     the chunks, each writing its rows of the row-wise outputs and adding its partial to each
     reduction over the rows (combined in chunk order); then the outputs computed from those
     combined reductions. The chunks and what follows them run within what the earlier stages
-    hold of the budget. `whole`: what the program needs run whole."""
+    hold of the budget. `whole`: what the program needs run whole (need_bytes), if known."""
+    if whole is None:
+        whole = need_bytes(program, roots)
     if split is None:
         raise over_budget(program, whole, budget, "no input or value has rows that every "
                           "output follows, so it cannot be split", whole)
@@ -234,14 +239,18 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
         rows, need = _chunk_rows(st, program, whole, budget, _rows_of(source, split.axis), be,
                                  plan)
     else:  # chunks sized to a worker, which holds what every chunk reads whole
-        if st.held > budget.limit:
+        rows_out = sum(r.nbytes for r, _ in st.deps)
+        keep = st.held > budget.limit and all(ax == 0 for _, ax in st.deps)
+        if st.held - keep * rows_out > budget.limit:
             raise over_budget(program, whole, budget, f"the client holds {fmt_bytes(st.held)} "
                               "through the chunks (the row-wise results, the values the chunks "
                               "read whole)", st.held)
         inputs = [n for n in toposort(roots) if n.op == "input" and n is not split.source]
         on_worker = replace(st, held=sum(n.nbytes for n in st.pre + inputs))
+        # a worker holds its chunk's rows of the source too, made or fetched, then cut
         rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
-                                 _rows_of(source, split.axis), be, plan)
+                                 _rows_of(source, split.axis), be, plan,
+                                 2 * split.source.nbytes // max(split.rows, 1))
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:
@@ -251,21 +260,22 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan, who
     if user is None:
         source = realized[id(split.source)].attr("buf").value
     src_rows = _rows_of(source, split.axis)
-    outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
+    outs = None if on is not None and keep else [np.empty(r.shape, r.dtype) for r, _ in st.deps]
     partial: list = [None] * len(st.cuts)
     if on is not None:
         shared = {id(n.attr("buf")) for n in toposort(roots) if n.op == "input"}
         shared.update(id(r.attr("buf")) for r in realized.values())
         g = st.chunk_graph(rows, 0, src_rows, realized)
         names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
-        cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
-        measured = max(measured, st.held)
+        kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
+        measured = max(measured, st.held - keep * rows_out)
     else:
         with beside(budget, st.held):
             for lo in range(0, split.rows, rows):
                 _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
                 measured = max(measured, st.held + STATS.measured_peak_bytes)
-    result = {id(r): Buffer(o) for (r, _), o in zip(st.deps, outs)}
+    result = {id(r): Buffer(o) if outs is not None else kept[i]
+              for i, ((r, _), o) in enumerate(zip(st.deps, kept if outs is None else outs))}
     for c, v in zip(st.cuts, partial):
         realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
         result[id(c)] = realized[id(c)].attr("buf")

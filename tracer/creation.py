@@ -30,6 +30,13 @@ def _shape(shape) -> tuple[int, ...]:
     return shape
 
 
+def _check_device(device) -> None:
+    """The array API's device=: None and "cpu" are NumPy's only device; anything else raises
+    NumPy's own error."""
+    if device is not None and not (type(device) is str and device == "cpu"):
+        np.empty(0, device=device)
+
+
 # strings, bytes, objects, records, dates: tracer does not record them; `np.array` of such
 # data is a NumPy array, and NumPy's functions run on it
 
@@ -46,10 +53,12 @@ def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=N
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    _check_device(device)
     return array(a, dtype, copy=copy, order=order)
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    _check_device(device)
     return array(a, dtype, copy=copy, order=order, subok=True)
 
 
@@ -118,6 +127,7 @@ def _check_size(shape: tuple[int, ...], dt: np.dtype) -> None:
 
 @traced
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    _check_device(device)
     shape = _shape(shape)
     if dtype is None and not isinstance(fill_value, ndarray) and \
             np.array(fill_value).dtype.kind in FOREIGN_KINDS:  # 2**64: objects, as np.array
@@ -143,16 +153,16 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
 
 
 def zeros(shape, dtype=float, order="C", *, device=None, like=None):
-    return full(shape, 0, dtype, order)
+    return full(shape, 0, dtype if dtype is not None else float, order, device=device)
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
-    return full(shape, 1, dtype if dtype is not None else float, order)
+    return full(shape, 1, dtype if dtype is not None else float, order, device=device)
 
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None):
     """Like zeros: a lazy empty array costs nothing until written, and zero is a safe value."""
-    return full(shape, 0, dtype, order)
+    return full(shape, 0, dtype if dtype is not None else float, order, device=device)
 
 
 def _like(fn, a, dtype, shape, *args, order="K"):
@@ -162,28 +172,34 @@ def _like(fn, a, dtype, shape, *args, order="K"):
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(zeros, a, dtype, shape, order=order)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(ones, a, dtype, shape, order=order)
 
 
 def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(empty, a, dtype, shape, order=order)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(full, a, dtype, shape, fill_value, order=order)
 
 
 def arange(*args, dtype=None, device=None, like=None, **kw):
+    _check_device(device)
     args = [np.asarray(x).item() if isinstance(x, ndarray) else x for x in args]
     return ndarray(Var(G.leaf(np.arange(*args, dtype=dtype, **kw))))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
+    _check_device(device)
     r = np.linspace(host_values(start), host_values(stop), num, endpoint, retstep, dtype, axis)
     if retstep:
         return ndarray(Var(G.leaf(r[0]))), r[1]
@@ -191,6 +207,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
+    _check_device(device)
     return ndarray(Var(G.leaf(np.eye(N, M, k, dtype))))
 
 

@@ -14,17 +14,22 @@ data), not as pickled functions: the worker builds the same kernels from the sam
 """
 from __future__ import annotations
 
+import inspect
 import io
 import itertools
+import math
 import pickle
 import threading
 import uuid
+import weakref
 
 import numpy as np
 
+from tracer.cuda_kernels.layout import over_one_element
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.ir.stats import STATS, Stats
-from .budget import Budget, MemoryBudgetError, memory_budget
+from . import budget as _budget
+from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
 
 _ACTIVE: list["cluster"] = []
 _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-process cluster)
@@ -38,12 +43,14 @@ IN_FLIGHT_PER_WORKER = 2  # chunks sent ahead of the ones done (their rows wait 
 class cluster:
     """`with tracer.cluster(client):` evaluations that do not fit `budget` (bytes or a size
     string, default "50%" of the memory free now) run their chunks on the cluster of
-    `client`, a `dask.distributed.Client`."""
+    `client`, a `dask.distributed.Client`. Random draws of at least `remote_bytes` (default: a
+    quarter of the budget) are made on the workers and stay there (see `Remote`)."""
 
-    def __init__(self, client, budget=None):
+    def __init__(self, client, budget=None, remote_bytes=None):
         self.client = client
         self._local = memory_budget("50%" if budget is None else budget)
         self.worker_budget = _worker_budget(client)
+        self.remote_bytes = self._local.limit // 4 if remote_bytes is None else remote_bytes
 
     def __enter__(self):
         self._local.__enter__()
@@ -83,6 +90,184 @@ def _room(fraction: float, dask_worker=None) -> int:
     limit = dask_worker.memory_manager.memory_limit or psutil.virtual_memory().total
     held = psutil.Process().memory_info().rss + COMPILE_BYTES
     return max(int(limit * fraction) - held, int(limit * 0.05))
+
+
+# ---------------------------------------------------------------- values on the cluster
+
+_REMOTE: "weakref.WeakValueDictionary[int, Remote]" = weakref.WeakValueDictionary()
+
+
+class Recipe:
+    """How a block of rows is made (`fn(*args)`): made by the task that reads it, each time,
+    so nothing is held between evaluations (a draw from a seeded generator)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __call__(self):
+        return self.fn(*self.args)
+
+
+class Remote(Buffer):
+    """A value of the cluster's in blocks of rows (axis 0), a leaf's buffer: each block a
+    Dask future (held by the workers) or a Recipe (made where it is read). Its `value` is a
+    stand-in of its shape and C layout over one element of memory (planning reads no values;
+    a view of it tells which rows it covers); `fetch` gathers it, if the client's budget says
+    it fits."""
+
+    __slots__ = ("blocks", "client")
+
+    def __init__(self, shape, dtype, blocks: list, client):
+        self.value = over_one_element(tuple(shape), dtype)
+        self.owner = None
+        self.blocks = blocks  # [(first row, end row, future or Recipe)], in order
+        self.client = client
+        _REMOTE[id(self.value)] = self
+
+    @property
+    def host(self) -> None:
+        """None: the value is not here (as a device buffer's); `fetch` brings it."""
+        return None
+
+    @host.setter
+    def host(self, value) -> None:
+        pass  # never kept here
+
+    def fetch(self) -> np.ndarray:
+        need = self.value.nbytes
+        b = _budget.active()
+        room = b.limit if b is not None else _budget.free_bytes("cpu") // 2
+        if need > room:
+            raise MemoryBudgetError(
+                f"tracer.cluster: bringing this {self.value.dtype}{list(self.value.shape)} "
+                f"array ({fmt_bytes(need)}) from the cluster to this process needs more than "
+                f"{'the budget of' if b is not None else 'half the memory free,'} "
+                f"{fmt_bytes(room)}: reduce it on the cluster first, or index a part of it")
+        parts = self.client.gather([self.client.submit(f, pure=False) if type(f) is Recipe
+                                    else f for _, _, f in self.blocks])
+        return np.concatenate(parts) if parts else np.empty(self.value.shape, self.value.dtype)
+
+    def __reduce__(self):
+        raise TypeError("a value held on a Dask cluster is not pickled: evaluate or gather it")
+
+
+def remote_leaves(roots: list[Node]) -> list[Node]:
+    if not _REMOTE:
+        return []
+    return [n for n in toposort(roots) if n.op == "input" and type(n.attr("buf")) is Remote]
+
+
+def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
+    """(the Remote, first row, end row, byte offset in the first row's block of rows) of a
+    view of a Remote's stand-in; None for any other array."""
+    base = value if value.base is None else value.base
+    r = _REMOTE.get(id(base))
+    if r is None or r.value is not base:
+        return None
+    off = value.ctypes.data - base.ctypes.data
+    lo_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st < 0)
+    hi_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st > 0)
+    row = base.strides[0] if base.ndim and base.strides[0] else max(base.nbytes, 1)
+    if value.size == 0:
+        return r, 0, 0, 0
+    lo, hi = lo_b // row, hi_b // row + 1
+    return r, lo, hi, off - lo * row
+
+
+def _from_rows(spec, *blocks) -> np.ndarray:
+    """On a worker: a view's values from the blocks of rows that cover it."""
+    shape, strides, dtype, lo, hi, first, off = spec
+    if not blocks or math.prod(shape) == 0:
+        return np.empty(shape, dtype)
+    blocks = [b() if type(b) is Recipe else b for b in blocks]
+    rows = np.concatenate(blocks)[lo - first:hi - first]
+    rows = np.ascontiguousarray(rows)
+    return np.ndarray(shape, dtype, buffer=rows, offset=off, strides=strides)
+
+
+def _leaf_args(client, b: Buffer, shared: set, sent: dict):
+    """A chunk leaf's value as a task argument: a view of a Remote as the blocks that cover
+    it (Dask moves them; tasks go where they are), a value every chunk reads as one
+    broadcast future, a chunk's own rows in its task."""
+    at = _remote_rows(b.value)
+    if at is not None:
+        r, lo, hi, off = at
+        blocks = [(a, f) for a, z, f in r.blocks if a < hi and z > lo]
+        first = blocks[0][0] if blocks else 0
+        v = b.value
+        spec = (v.shape, v.strides, v.dtype, lo, hi, first, off)
+        return ("rows", spec, [f for _, f in blocks])
+    if id(b) not in shared:
+        return ("value", b.value)
+    if id(b) not in sent:
+        sent[id(b)] = client.scatter(b.value, hash=False, broadcast=True)
+    return ("value", sent[id(b)])
+
+
+def evaluate(roots: list[Node]) -> list:
+    """The engine's evaluation of a graph that reads values held on the cluster: split along
+    the rows of one of them, each chunk a task beside its rows."""
+    from tracer import budgeted, engine
+    from tracer.opt import splitter
+    on = active()
+    if on is None:
+        raise RuntimeError("tracer: this value is held on a Dask cluster: evaluate it inside "
+                           "`with tracer.cluster(client):`")
+    sources = {id(n) for n in remote_leaves(roots)}
+    split = splitter.find(roots, sources)
+    if split is None:
+        raise MemoryBudgetError(
+            "tracer.cluster: no value held on the cluster has rows that every output follows "
+            "(row by row), so this evaluation cannot run as chunks beside them")
+    be = engine.backend()
+    plan = lambda g, b: engine.plan(g, b)[0]  # noqa: E731
+    return budgeted.run_split(roots, plan(roots, be), split, _budget.active(), be,
+                              engine.execute, plan)
+
+
+# the draws a cluster makes on its workers: every parameter but `size` a scalar
+_DRAWS = ("standard_normal", "random", "uniform", "normal", "integers", "exponential",
+          "standard_exponential")
+
+
+def draw(gen, name: str, args: tuple, kwargs: dict):
+    """A Generator's draw of at least the cluster's remote_bytes, made on the workers in
+    blocks of rows (a Remote), or None where it is made here. Block i is drawn by a generator
+    of the same bit generator seeded by the i-th child of `gen`'s SeedSequence (spawned, so
+    the next draw gets new children): reproducible for a seed and a block size, not NumPy's
+    one stream's values."""
+    on = active()
+    if on is None or name not in _DRAWS:
+        return None
+    try:
+        bound = inspect.signature(getattr(gen, name)).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    size = bound.arguments.get("size")
+    if size is None or bound.arguments.get("out") is not None or any(
+            np.ndim(v) for k, v in bound.arguments.items() if k not in ("size", "dtype")):
+        return None
+    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(d) for d in size)
+    probe = getattr(gen, name)(**{**bound.arguments, "size": (0,) + shape[1:]})
+    row = math.prod(shape[1:]) * probe.dtype.itemsize
+    if not shape or math.prod(shape) * probe.dtype.itemsize < on.remote_bytes:
+        return None
+    per = max(1, on.worker_budget.split_size // max(row, 1))
+    starts = list(range(0, shape[0], per))
+    seeds = gen.bit_generator.seed_seq.spawn(len(starts))
+    bitgen = type(gen.bit_generator)
+    blocks = []
+    for lo, seed in zip(starts, seeds):
+        hi = min(lo + per, shape[0])
+        kw = {**bound.arguments, "size": (hi - lo,) + shape[1:]}
+        blocks.append((lo, hi, Recipe(_draw_block, bitgen, seed, name, kw)))
+    return Remote(shape, probe.dtype, blocks, on.client)
+
+
+def _draw_block(bitgen, seed, name: str, kwargs: dict) -> np.ndarray:
+    return getattr(np.random.Generator(bitgen(seed)), name)(**kwargs)
 
 
 # ---------------------------------------------------------------- graphs as data
@@ -148,9 +333,10 @@ def unpack(data: bytes, values) -> list[Node]:
 _COUNTERS = [f for f in Stats.__dataclass_fields__]
 
 
-def _chunk_task(data: bytes, budget: Budget, where: str, *values) -> dict:
+def _chunk_task(data: bytes, budget: Budget, where: str, specs: list, *args) -> dict:
     """Run one chunk's graph on a worker under its budget: its outputs as NumPy arrays, and
-    what it added to the worker's counters."""
+    what it added to the worker's counters. `specs`, one per leaf, say how its value comes
+    from `args`: as it is, or a view of the blocks of rows that follow (_leaf_args)."""
     from tracer import engine
     from tracer.cuda_kernels.backends import to_host
     from tracer.ir.config import CONFIG
@@ -158,6 +344,10 @@ def _chunk_task(data: bytes, budget: Budget, where: str, *values) -> dict:
     before = [getattr(STATS, f) for f in _COUNTERS]
     _ON_WORKER.on = True
     try:
+        values, at = [], 0
+        for kind, spec, n in specs:
+            values.append(args[at] if kind == "value" else _from_rows(spec, *args[at:at + n]))
+            at += n
         roots = unpack(data, values)
         with memory_budget(budget.limit, budget.split_size):
             bufs = engine.execute(roots)
@@ -188,11 +378,12 @@ _IDS = itertools.count()
 
 
 def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
-               names: str) -> None:
+               names: str) -> list | None:
     """budgeted.run_split's chunk stage on the cluster: chunk tasks in flight a few per
-    worker; each chunk's rows of the row-wise outputs written into `outs` as it comes back;
-    the reductions' partials combined on the cluster in chunk order into `partial`. `shared`:
-    ids of the buffers every chunk reads whole (sent once), `names`: the chunk's kernels."""
+    worker; each chunk's rows of the row-wise outputs written into `outs` as it comes back
+    (or, `outs` None, kept on the cluster: their Remotes are returned); the reductions'
+    partials combined on the cluster in chunk order into `partial`. `shared`: ids of the
+    buffers every chunk reads whole (sent once), `names`: the chunk's kernels."""
     from distributed import as_completed
 
     from tracer.ir.registry import OPS
@@ -208,23 +399,31 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
     start_of: dict[str, int] = {}  # a rows future's key -> the chunk's first row
     pending = as_completed()
     window = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info()["workers"]))
+    keep = None if outs is not None else [[] for _ in st.deps]
+    if keep:  # nothing comes back: every chunk is sent now, Dask places them
+        window = split.rows
 
     def submit(lo: int) -> None:
         data, bufs = pack(st.chunk_graph(rows, lo, src_rows, realized))
-        args = []
-        for b in bufs:  # a value every chunk reads whole goes to every worker once; a
-            # chunk's rows go in its task, which the scheduler can send again if a worker dies
-            if id(b) not in shared:
-                args.append(b.value)
-                continue
-            if id(b) not in sent:
-                sent[id(b)] = client.scatter(b.value, hash=False, broadcast=True)
-            args.append(sent[id(b)])
+        specs, args = [], []
+        for b in bufs:  # (a chunk's rows go in its task: sent again if a worker dies)
+            kind, spec, *futs = _leaf_args(client, b, shared, sent)
+            if kind == "value":
+                specs.append(("value", None, 1))
+                args.append(spec)
+            else:
+                specs.append(("rows", spec, len(futs[0])))
+                args.extend(futs[0])
         hi = min(lo + rows, split.rows)
         where = f"the chunk of rows {lo}:{hi} of {split.source.dtype}{list(split.source.shape)}"
-        fut = client.submit(_chunk_task, data, cl.worker_budget, where, *args,
+        fut = client.submit(_chunk_task, data, cl.worker_budget, where, specs, *args,
                             key=f"tracer-{names}-{token}-{lo}", pure=False)
         parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
+        if keep:  # the rows stay on the cluster: blocks of Remote results
+            for j, blocks in enumerate(keep):
+                blocks.append((lo, hi, client.submit(_pick, fut, j,
+                                                     key=f"tracer-out{j}-{token}-{lo}")))
+            return
         done = client.submit(_deps, fut, n_deps, key=f"tracer-rows-{token}-{lo}") \
             if n_deps else parts[-1]
         start_of[done.key] = lo
@@ -254,3 +453,10 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
     for f, v in zip(_COUNTERS, total["stats"]):  # the workers' counters, added up
         if f not in ("planned_peak_bytes", "measured_peak_bytes"):
             setattr(STATS, f, getattr(STATS, f) + v)
+    if keep is None:
+        return None
+    return [Remote(r.shape, r.dtype, blocks, client) for (r, _), blocks in zip(st.deps, keep)]
+
+
+def _pick(result: dict, j: int) -> np.ndarray:
+    return result["outs"][j]

@@ -22,7 +22,7 @@ from tracer.ir.interp import run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
-from . import budget, budgeted, debug, plans
+from . import budget, budgeted, dask_cluster, debug, plans
 
 
 def backend() -> str:
@@ -163,6 +163,8 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
     by op, unoptimized, where optimizing and compiling would cost more (`may_write` and
     `take`: see interpret)."""
     STATS.evaluations += 1
+    if dask_cluster._REMOTE and dask_cluster.remote_leaves(roots):  # (none: one len())
+        return dask_cluster.evaluate(roots)
     if small:
         return interpret(roots, may_write, take)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline

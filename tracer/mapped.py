@@ -81,7 +81,7 @@ def file_array(n: Node) -> np.ndarray | None:
     """The array of an input leaf over a read-only file mapping, or None."""
     if n.op != "input":
         return None
-    v = n.attrs[0][1].host
+    v = getattr(n.attrs[0][1], "host", None)  # (a cluster's Remote sets no host)
     return v if v is not None and not v.flags.writeable and _read_only_map(_root(v)) else None
 
 

@@ -110,3 +110,34 @@ def test_a_chunk_that_cannot_fit_a_worker_raises_before_running(client):
         cl.worker_budget = cl.worker_budget._replace(limit=64, split_size=16)
         with pytest.raises(tracer.MemoryBudgetError, match="smallest budget"):
             float(_dist(np, a, a).sum())
+
+
+def _blocks_of(seed, shape, rows_per):
+    """What a cluster's draw holds: block i drawn by the i-th child of the seed's sequence."""
+    parts = []
+    for i, lo in enumerate(range(0, shape[0], rows_per)):
+        g = numpy.random.Generator(numpy.random.PCG64(numpy.random.SeedSequence(seed, spawn_key=(i,))))
+        parts.append(g.standard_normal((min(rows_per, shape[0] - lo),) + shape[1:]))
+    return numpy.concatenate(parts)
+
+
+def test_big_draws_are_made_on_the_workers_and_results_can_stay_there(client):
+    from tracer.dask_cluster import Remote
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=4 << 20, split_size=1 << 19)
+        x = np.random.default_rng(7).standard_normal((40000, 8))  # 2.4 MiB: on the workers
+        buf = x._var.node.attr("buf")
+        assert type(buf) is Remote and len(buf.blocks) > 1
+        h = _blocks_of(7, (40000, 8), buf.blocks[0][1])
+        assert float((x * x).sum()) == pytest.approx((h * h).sum(), rel=1e-12)
+        numpy.testing.assert_allclose(numpy.asarray((x * 2).sum(1)), (h * 2).sum(1),
+                                      rtol=1e-12, atol=1e-12)
+        y = tracer.evaluate(x * 2 + 1)  # over the client's budget: kept on the workers
+        assert type(y._var.node.attr("buf")) is Remote
+        assert float(y.max()) == (h * 2 + 1).max()
+        with pytest.raises(tracer.MemoryBudgetError, match="from the cluster"):
+            numpy.asarray(y)
+        with tracer.memory_budget("8 MiB"):  # room enough: gathered
+            numpy.testing.assert_allclose(numpy.asarray(y), h * 2 + 1, rtol=1e-15)
+    with pytest.raises(RuntimeError, match="inside `with tracer.cluster"):
+        float(x.sum())
