@@ -12,7 +12,8 @@ The budget runner (tracer/budgeted.py) realizes S and the values the chunks read
 the outputs. The big tensors of the paths (the N x M x D difference, the N x M score matrix) then
 only ever exist one chunk of rows at a time.
 
-S is sought among the graph's leaves and computed values (self-attention: Q, K and V all come
+S is sought among the graph's leaves, their reshapes (views: a flat input seen as rows, its
+rows read from the input chunk by chunk) and computed values (self-attention: Q, K and V all come
 from X, so X's rows are not independent, but Q's are once K and V are realized); of those that
 cover every output, the one that leaves the fewest bytes to hold whole wins. The pipeline's
 tensor_splitter stage seeks it under a budget, on the graph as recorded (the simplification
@@ -59,6 +60,12 @@ class Split:
 
 def _kind(n: Node) -> Kind:
     return OPS[n.op].kind
+
+
+def reshaped_input(n: Node) -> bool:
+    """Whether n is a reshape of an input leaf: a view of the user's memory, which a split
+    reads row block by row block as it reads a leaf."""
+    return n.op == "reshape" and n.inputs[0].op == "input"
 
 
 def _full_slice(n: Node, ax: int) -> bool:
@@ -134,8 +141,8 @@ def find(roots: list[Node], sources: set | None = None) -> Split | None:
         return None
     root_ids = {id(r) for r in roots}
     leaves = [n for n in order if n.op == "input" and n.ndim]
-    computed = [n for n in order if not is_leaf(n) and n.ndim and
-                id(n) not in root_ids and _kind(n) is not Kind.MOVEMENT]
+    computed = [n for n in order if not is_leaf(n) and n.ndim and id(n) not in root_ids and
+                (_kind(n) is not Kind.MOVEMENT or reshaped_input(n))]
     if sources is not None:
         leaves, computed = [n for n in leaves if id(n) in sources], []
     best, held = None, 0
@@ -151,7 +158,8 @@ def find(roots: list[Node], sources: set | None = None) -> Split | None:
             cuts = {id(n): (n, ax[id(n.inputs[0])]) for n in order
                     if ax[id(n)] == CUT and _kind(n) is Kind.REDUCE and
                     isinstance(ax[id(n.inputs[0])], int)}
-            cost = sum(n.nbytes for n in frontier) + (source.nbytes if source.op != "input" else 0)
+            cost = sum(n.nbytes for n in frontier) + \
+                (source.nbytes if source.op != "input" and not reshaped_input(source) else 0)
             if best is None or cost < held:
                 best, held = Split(source, axis, root_axes, frontier, cuts, roots), cost
     return best

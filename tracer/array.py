@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.config import CONFIG
 from tracer.ir.node import Node, _set_site
 from . import graph as G
 from .recording import proxy, shape_str, traced
 from . import store as _store
 from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
+from .mapped import held, leaf
 from .store import _PENDING, Var, evaluate_vars, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
@@ -459,12 +459,12 @@ def asarray_node(x: Any) -> Node:
     """The node for an operand: lazy arrays give theirs, anything else becomes a leaf."""
     if isinstance(x, ndarray):
         return x._node
-    a = snapshot(x)
+    a = held(x)
     if a.dtype.kind in "OUSV":
         raise TypeError(f"tracer: unsupported operand of dtype {a.dtype}")
     if a.ndim == 0:
         return G.const(a[()], a.dtype)
-    return G.leaf(a)
+    return leaf(a)
 
 
 def evaluate(*arrays):

@@ -12,6 +12,7 @@ from tracer.cuda_kernels.threads import snapshot
 from . import graph as G
 from .array import lazy, ndarray
 from .fallback import FOREIGN_KINDS
+from .mapped import frozen, held, leaf
 from .recording import traced
 from .store import Var
 from .view import laid_out
@@ -87,19 +88,24 @@ def _converted(a: ndarray, dtype, copy, order) -> ndarray:
 
 
 def _from_host(obj, dtype, copy, order, subok, ndmin):
-    """np.array of host data: a lazy leaf holding a copy, or NumPy's own array where tracer does
+    """np.array of host data: a lazy leaf holding a copy (or the array itself where no one can
+    write it: a read-only memmap, tracer/mapped.py), or NumPy's own array where tracer does
     not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
     copy=False forbids the copy a lazy leaf is."""
     obj = host_values(obj)
     by_numpy = copy is False or isinstance(obj, np.ndarray) and (
         obj.dtype.kind in FOREIGN_KINDS or subok and type(obj) is not np.ndarray)
+    if not by_numpy and dtype is not None and frozen(obj) and np.dtype(dtype) != obj.dtype \
+            and np.dtype(dtype).kind not in FOREIGN_KINDS:  # a lazy conversion, not a copy now
+        return array(_from_host(obj, None, copy, order, subok, ndmin), dtype, copy=None,
+                     order=order)
     if by_numpy:  # NumPy's own array, aliasing and errors (copy=False where a copy is needed)
         h = np.array(obj, dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
     else:
-        h = snapshot(obj, dtype)
+        h = held(obj, dtype)
     if copy is False or h.dtype.kind in FOREIGN_KINDS or type(h) is not np.ndarray:
         return h if by_numpy else np.array(h, copy=None, order=order, ndmin=ndmin)
-    out = laid_out(ndarray(Var(G.leaf(snapshot(h) if by_numpy else h))), order)
+    out = laid_out(ndarray(Var(G.leaf(snapshot(h)) if by_numpy else leaf(h))), order)
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
     out._arr0 = True

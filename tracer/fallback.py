@@ -10,12 +10,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from . import debug
-from . import graph as G
 from .array import ndarray
+from .mapped import held, leaf
 from .store import Var, to_numpy
 from .write import write_all
 
@@ -143,7 +142,7 @@ def _wrap(x):
 
 
 def _leaf_from_numpy(a: np.ndarray) -> Node:
-    return G.leaf(snapshot(a))
+    return leaf(held(a))
 
 
 def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
