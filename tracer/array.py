@@ -276,6 +276,17 @@ class ndarray:
             raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
         return self
 
+    # ---- DLPack and the CUDA array interface (tracer/interchange.py), zero-copy
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _interchange().to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _interchange().dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return _interchange().cuda_array_interface(self)
+
     def get(self) -> np.ndarray:
         return np.array(self.__array__())
 
@@ -364,6 +375,10 @@ def _unpickle(value: np.ndarray, writeable: bool, arr0: bool) -> ndarray:
     if not writeable:
         out.flags.writeable = False
     return out
+
+
+def _interchange():
+    return importlib.import_module("tracer.interchange")  # (it imports this module)
 
 
 _API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")

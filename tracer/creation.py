@@ -12,6 +12,7 @@ from tracer.cuda_kernels.threads import snapshot
 from . import graph as G
 from .array import lazy, ndarray
 from .fallback import FOREIGN_KINDS
+from .interchange import from_device
 from .recording import traced
 from .store import Var
 from .view import laid_out
@@ -90,6 +91,10 @@ def _from_host(obj, dtype, copy, order, subok, ndmin):
     """np.array of host data: a lazy leaf holding a copy, or NumPy's own array where tracer does
     not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
     copy=False forbids the copy a lazy leaf is."""
+    if hasattr(obj, "__cuda_array_interface__") and dtype is None and not ndmin:
+        out = from_device(obj, copy)  # a device array on the cuda backend: no host copy
+        if out is not None:
+            return out
     obj = host_values(obj)
     by_numpy = copy is False or isinstance(obj, np.ndarray) and (
         obj.dtype.kind in FOREIGN_KINDS or subok and type(obj) is not np.ndarray)
