@@ -35,6 +35,7 @@ class Alias(Var):
     and copies it into the memory."""
 
     __slots__ = ("leaf",)
+    borrows = True
 
     def __init__(self, leaf):
         super().__init__(leaf)

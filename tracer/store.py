@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
+from tracer.cuda_kernels.cuda.memory import LIVE as _BORROWED, Borrowed, copy_of, private
 from tracer.ir.node import Node, host_leaf, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
@@ -45,11 +46,14 @@ class Var:
     """A base buffer: its current value as a node. Writes replace `node` and bump `version`."""
 
     __slots__ = ("node", "version", "owner", "__weakref__")
+    borrows = False  # whether a Borrowed leaf is this base's own memory (interchange.Alias)
 
     def __init__(self, node: Node):
         if node.op != "input":
             node = debug.recorded(node)
         else:
+            if _BORROWED.data:
+                node = _unborrowed(node, self)
             shared(node.attrs[0][1], self)
         self.node = node
         self.owner = None  # the array that owns this buffer (weak): views' `.base`
@@ -61,6 +65,8 @@ class Var:
         if node.op != "input":
             node = debug.recorded(node)
         else:
+            if _BORROWED.data:
+                node = _unborrowed(node, self)
             shared(node.attrs[0][1], self)
         with LOCK:
             self.node = node
@@ -70,6 +76,16 @@ class Var:
 
 
 NODE_SLOT = Var.node  # Var's own slot, under HostVar's property
+
+
+def _unborrowed(leaf: Node, var: Var) -> Node:
+    """leaf, or a leaf holding a copy of it where it is memory another library owns and var
+    is not the base over it (`x.copy()` of such a base, which the optimizer made the leaf
+    itself): only that base sees the producer's later writes."""
+    buf = leaf.attrs[0][1]
+    if var.borrows or type(buf) is not Borrowed:
+        return leaf
+    return make_leaf(leaf.shape, leaf.dtype, copy_of(buf.value))
 
 
 class HostVar(Var):
@@ -308,6 +324,8 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             group = [v for v, h in zip(group, hit) if not h]
             continue
         for v, n, buf in zip(group, nodes, bufs):
+            if _BORROWED.data:  # a result is never memory another library may write
+                buf = private(buf)
             if buf.owner is not None or _OWNED.data:
                 shared(buf, v)  # an output may be an input's buffer, or a view of it
             if v.node is n:

@@ -127,6 +127,7 @@ class Borrowed(Buffer):
     def __init__(self, value, keep):
         super().__init__(value)
         self.keep = keep
+        LIVE.add(self)
 
     @property
     def host(self):
@@ -136,6 +137,49 @@ class Borrowed(Buffer):
     @host.setter
     def host(self, value) -> None:
         pass  # (see the class: nothing is cached)
+
+
+LIVE: "weakref.WeakSet[Borrowed]" = weakref.WeakSet()  # the Borrowed buffers alive
+
+
+def private(buf: Buffer) -> Buffer:
+    """An evaluation's result, or a copy of it where its memory is (in part) borrowed memory
+    (a copy the optimizer dropped, a view): a result is the value when it was computed, which
+    the producer's later writes must not change."""
+    v = buf.value
+    for b in list(LIVE):
+        if b is not buf and _overlap(v, b.value):
+            return copy_of(v)
+    return buf
+
+
+def copy_of(v) -> Buffer:
+    """A buffer holding a copy of host or device array v, on the same side."""
+    if isinstance(v, np.ndarray):
+        return Buffer(np.array(v, copy=True))
+    from ..backends import get  # (the backend imports this module)
+    be = get("cuda")
+    out = be.empty(tuple(v.shape), v.dtype)
+    out.copy_to_device(be.contiguous(v), stream=be.stream())
+    return Buffer(out)
+
+
+def _span(arr) -> tuple[int, int]:
+    d = interface(arr, None)
+    st = d["strides"] or [s * arr.dtype.itemsize for s in cstrides(d["shape"])]
+    lo = d["data"][0] + sum((n - 1) * s for n, s in zip(d["shape"], st) if s < 0)
+    hi = d["data"][0] + sum((n - 1) * s for n, s in zip(d["shape"], st) if s > 0)
+    return lo, hi + arr.dtype.itemsize
+
+
+def _overlap(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+            np.may_share_memory(a, b)
+    if not hasattr(a, "copy_to_host") or not a.size or not b.size:
+        return False
+    (alo, ahi), (blo, bhi) = _span(a), _span(b)
+    return alo < bhi and blo < ahi
 
 
 def interface(arr, stream: int | None) -> dict:
