@@ -21,6 +21,7 @@ import numpy as np
 
 from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda.memory import Borrowed
+from tracer.ir.catalogue import py_slice
 from tracer.ir.config import CONFIG
 from tracer.ir.node import Buffer, make_leaf
 from . import dlpack
@@ -44,6 +45,8 @@ class Alias(Var):
     def assign(self, node) -> None:
         with LOCK:
             leaf = self.leaf
+            if node.op == "setslice" and node.inputs[0] is leaf and self._write_part(node):
+                return
             Var.assign(self, node)
             try:
                 flush()
@@ -62,6 +65,26 @@ class Alias(Var):
                     mem.copy_to_device(new, stream=backends.get("cuda").stream())
             self.node = leaf
             self.version += 1
+
+    def _write_part(self, node) -> bool:
+        """A write of a slice (`t[i] = v`, `t[a:b] += v`): only the value is evaluated and
+        copied into its part of the memory, as NumPy writes it (not the whole base). False
+        where the part is a strided region of device memory (the whole base is written)."""
+        mem = self.leaf.attrs[0][1].value
+        part = mem[tuple(py_slice(*s) for s in node.attr("slices"))]
+        host = isinstance(mem, np.ndarray)
+        if not host and not part.is_c_contiguous():
+            return False
+        flush()  # pending values read the memory as it is now
+        value = ndarray._from_node(node.inputs[1])
+        evaluate_vars([value._var])
+        v = value._var.node.attrs[0][1].value
+        if host:
+            part[...] = v if isinstance(v, np.ndarray) else backends.get("cuda").to_host(v)
+        else:
+            part.copy_to_device(v, stream=backends.get("cuda").stream())
+        self.version += 1  # (views' memos of the old node go; the node stays the leaf)
+        return True
 
 
 def borrowed(value, keep, writeable: bool) -> ndarray:
