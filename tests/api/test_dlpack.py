@@ -4,6 +4,8 @@ hands out a read-only array, with NumPy's errors for what it refuses; `np.from_d
 views the producer's memory, so writes on either side are seen by the other."""
 from __future__ import annotations
 
+import warnings
+
 import numpy
 import pytest
 
@@ -196,3 +198,24 @@ def test_copies_of_it_are_not_changed_by_the_producer(name):
     ref = COPIES[name](numpy, numpy.arange(6.).reshape(2, 3))
     h[:] = -1
     numpy.testing.assert_array_equal(numpy.asarray(u), ref)
+
+
+def test_from_dlpack_is_tracers_own_not_a_fallback():
+    before = tracer.stats().fallbacks
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = np.from_dlpack(numpy.arange(3.))
+    assert isinstance(t, np.ndarray) and tracer.stats().fallbacks == before
+
+
+def test_a_slice_write_into_a_big_producer_writes_only_its_part():
+    h = numpy.zeros(1 << 16)
+    t = np.from_dlpack(h)
+    ref = numpy.zeros(1 << 16)
+    for i in range(3):
+        t[i] = i + 1
+        t[10:20:3] += 2
+        ref[i] = i + 1
+        ref[10:20:3] += 2
+    numpy.testing.assert_array_equal(h, ref)
+    numpy.testing.assert_array_equal(numpy.asarray(t[:25]), ref[:25])
