@@ -22,7 +22,7 @@ from . import graph as G
 from .recording import proxy, shape_str, traced
 from . import store as _store
 from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
-from .store import _PENDING, Var, evaluate_vars, to_numpy
+from .store import _PENDING, BORROWED_SET, Var, evaluate_vars, reads_borrowed, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
 
@@ -413,6 +413,8 @@ def fresh(node: Node) -> ndarray:
     out._view = c_view(node.shape) if view is None else view
     out._memo = out._hmemo = None
     var.owner = _ref(out)
+    if BORROWED_SET and reads_borrowed(node):  # (see store.reads_borrowed)
+        evaluate_vars([var])
     return out
 
 

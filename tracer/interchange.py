@@ -10,8 +10,8 @@ tracer's stream) describes it: no copy to the host.
 In: `from_dlpack` (and `asarray` of a device array on the cuda backend) makes a base over the
 producer's memory (`Alias`), as NumPy's from_dlpack views it: reading it reads that memory, a
 write through it is evaluated at once and lands there, so each side sees the other's writes.
-Values recorded from it read the memory when they are evaluated: evaluate them before the
-producer writes (NumPy computes them at once).
+A value recorded from it is computed at once, as NumPy computes it (store.reads_borrowed): the
+producer may write the memory at any time after. What follows it stays lazy and fuses.
 """
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ from tracer.ir.node import Buffer, make_leaf
 from . import dlpack
 from . import graph as G
 from .array import ndarray
-from .store import LOCK, Var, evaluate_vars, flush, to_numpy
+from .store import LOCK, Var, evaluate_vars, to_numpy
 
 
 class Alias(Var):
     """A base over borrowed memory (`leaf`): its value is always that memory. A write
-    evaluates the new value at once, after every pending value (which may read the memory),
-    and copies it into the memory."""
+    evaluates the new value at once and copies it into the memory (no pending value reads
+    the memory: each was computed as it was recorded)."""
 
     __slots__ = ("leaf",)
     borrows = True
@@ -47,10 +47,9 @@ class Alias(Var):
             leaf = self.leaf
             if node.op == "setslice" and node.inputs[0] is leaf and self._write_part(node):
                 return
-            Var.assign(self, node)
-            try:
-                flush()
-                evaluate_vars([self])  # (its error again, where the flush kept one)
+            try:  # (a value that reads the memory is computed as it is recorded)
+                Var.assign(self, node)
+                evaluate_vars([self])
             except BaseException:
                 self.node = leaf  # NumPy's write raised before it wrote: nothing changed
                 self.version += 1
@@ -75,7 +74,6 @@ class Alias(Var):
         host = isinstance(mem, np.ndarray)
         if not host and not part.is_c_contiguous():
             return False
-        flush()  # pending values read the memory as it is now
         value = ndarray._from_node(node.inputs[1])
         evaluate_vars([value._var])
         v = value._var.node.attrs[0][1].value

@@ -196,6 +196,34 @@ def _note_pending(v: Var) -> None:
     _pending_nodes += 1
     if _pending_nodes > CONFIG.flush_nodes:
         flush()
+    if BORROWED_SET and reads_borrowed(v.node):
+        evaluate_vars([v])
+
+
+# ---- memory other libraries own (tracer/interchange.py)
+BORROWED_SET = _BORROWED.data  # (the WeakSet's own set: a cheap test in the hot paths)
+_CLEAN: "weakref.WeakSet[Node]" = weakref.WeakSet()  # graph nodes found to read none of it
+
+
+def reads_borrowed(node: Node) -> bool:
+    """Whether node's value reads memory another library owns (a Borrowed leaf): such a value
+    is computed when it is recorded, as NumPy computes it, for the producer may write the
+    memory at any time after. Each node is walked once (_CLEAN)."""
+    stack, seen, walked = list(node.inputs), set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or n in _CLEAN:
+            continue
+        seen.add(id(n))
+        if n.op == "input":
+            if type(n.attrs[0][1]) is Borrowed:
+                return True
+            continue
+        walked.append(n)
+        stack.extend(n.inputs)
+    for n in walked:
+        _CLEAN.add(n)
+    return False
 
 
 def flush() -> None:

@@ -112,13 +112,36 @@ def test_values_recorded_before_a_write_through_it_keep_their_inputs():
     assert not h.any()
 
 
-def test_evaluated_values_are_not_changed_by_later_producer_writes():
-    h = numpy.arange(6.)
+PROGRAMS = {"elementwise": lambda xp, x: x * 2 + 1, "view chain": lambda xp, x: x[1:, ::2].T * 3,
+            "reduction": lambda xp, x: x.sum(axis=0), "composite": lambda xp, x: xp.var(x),
+            "matmul": lambda xp, x: x @ x.T, "gather": lambda xp, x: x[[2, 0], 1],
+            "copy": lambda xp, x: x.copy(), "where": lambda xp, x: xp.where(x > 3, x, -x)}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_values_recorded_from_it_are_numpys_after_the_producer_writes(name):
+    """NumPy computes a value when it is called: a later write by the producer does not
+    change it. A value recorded from the producer's memory is computed then, too."""
+    h = numpy.arange(12.).reshape(3, 4)
     t = np.from_dlpack(h)
-    u = tracer.evaluate(t * 2)  # evaluated before the producer writes (see interchange.py)
-    h[:] = -1
-    numpy.testing.assert_array_equal(numpy.asarray(u), numpy.arange(6.) * 2)
+    u = PROGRAMS[name](np, t)
+    v = u + 1  # what follows stays lazy
+    ref_h = numpy.arange(12.).reshape(3, 4)
+    ref = PROGRAMS[name](numpy, numpy.from_dlpack(ref_h))
+    h[:] = -7
+    ref_h[:] = -7
+    numpy.testing.assert_allclose(numpy.asarray(u), ref)
+    numpy.testing.assert_allclose(numpy.asarray(v), ref + 1)
     numpy.testing.assert_array_equal(numpy.asarray(t), h)
+
+
+def test_a_write_of_its_values_into_another_array_is_numpys():
+    h = numpy.arange(4.)
+    t = np.from_dlpack(h)
+    w = np.zeros(6)
+    w[1:5] = t
+    h[:] = 0
+    numpy.testing.assert_array_equal(numpy.asarray(w), [0, 0, 1, 2, 3, 0])
 
 
 def test_a_failed_write_leaves_the_memory_and_the_view():
