@@ -23,11 +23,11 @@ from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda.memory import Borrowed
 from tracer.ir.catalogue import py_slice
 from tracer.ir.config import CONFIG
-from tracer.ir.node import Buffer, make_leaf
+from tracer.ir.node import make_leaf
 from . import dlpack
 from . import graph as G
 from .array import ndarray
-from .store import LOCK, Var, evaluate_vars, to_numpy
+from .store import LOCK, Var, copy_of, evaluate_vars, to_numpy
 
 
 class Alias(Var):
@@ -168,7 +168,7 @@ def to_dlpack(a: ndarray, stream=None, max_version=None, dl_device=None, copy=No
                          "2 (the per-thread default stream) or a stream handle")
     arr = _device_value(a, be)
     if copy:  # a device copy of its own, which the consumer may write
-        arr = _device_copy(arr, be)
+        arr = copy_of(arr).value
     if stream != -1:  # the consumer's work on its stream waits for tracer's
         be.order_before(1 if stream is None else stream)
     versioned = max_version is not None and max_version[0] >= 1
@@ -178,12 +178,6 @@ def to_dlpack(a: ndarray, stream=None, max_version=None, dl_device=None, copy=No
     ptr = be.interface(arr)["data"][0]
     return dlpack.capsule(arr, ptr, here, dlpack.IS_COPIED if copy else dlpack.READ_ONLY,
                           versioned)
-
-
-def _device_copy(arr, be):
-    out = be.empty(tuple(arr.shape), arr.dtype)
-    out.copy_to_device(arr, stream=be.stream())
-    return out
 
 
 # ---- in
@@ -228,8 +222,7 @@ def from_device(obj, copy) -> ndarray | None:
 
 def _device_leaf(arr, keep, be, copy, writeable: bool) -> ndarray:
     if copy:
-        out = ndarray(Var(make_leaf(tuple(arr.shape), np.dtype(arr.dtype),
-                                    Buffer(_device_copy(be.contiguous(arr), be)))))
+        out = ndarray(Var(make_leaf(tuple(arr.shape), np.dtype(arr.dtype), copy_of(arr))))
         out._arr0 = True
         return out
     return borrowed(arr, keep, writeable)

@@ -13,9 +13,10 @@ import weakref
 
 import numpy as np
 
+from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.backends import to_host
-from tracer.cuda_kernels.cuda.memory import LIVE as _BORROWED, Borrowed, copy_of, private
-from tracer.ir.node import Node, host_leaf, make_leaf, toposort
+from tracer.cuda_kernels.cuda.memory import LIVE as _BORROWED, Borrowed, overlaps_borrowed
+from tracer.ir.node import Buffer, Node, host_leaf, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug
@@ -52,7 +53,7 @@ class Var:
         if node.op != "input":
             node = debug.recorded(node)
         else:
-            if _BORROWED.data:
+            if BORROWED_SET:
                 node = _unborrowed(node, self)
             shared(node.attrs[0][1], self)
         self.node = node
@@ -65,7 +66,7 @@ class Var:
         if node.op != "input":
             node = debug.recorded(node)
         else:
-            if _BORROWED.data:
+            if BORROWED_SET:
                 node = _unborrowed(node, self)
             shared(node.attrs[0][1], self)
         with LOCK:
@@ -86,6 +87,16 @@ def _unborrowed(leaf: Node, var: Var) -> Node:
     if var.borrows or type(buf) is not Borrowed:
         return leaf
     return make_leaf(leaf.shape, leaf.dtype, copy_of(buf.value))
+
+
+def copy_of(v) -> Buffer:
+    """A buffer holding a copy of host or device array v, on the same side."""
+    if isinstance(v, np.ndarray):
+        return Buffer(np.array(v, copy=True))
+    be = backends.get("cuda")
+    out = be.empty(tuple(v.shape), v.dtype)
+    out.copy_to_device(be.contiguous(v), stream=be.stream())
+    return Buffer(out)
 
 
 class HostVar(Var):
@@ -352,8 +363,8 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             group = [v for v, h in zip(group, hit) if not h]
             continue
         for v, n, buf in zip(group, nodes, bufs):
-            if _BORROWED.data:  # a result is never memory another library may write
-                buf = private(buf)
+            if BORROWED_SET and overlaps_borrowed(buf):  # a result is never memory another
+                buf = copy_of(buf.value)  # library may write
             if buf.owner is not None or _OWNED.data:
                 shared(buf, v)  # an output may be an input's buffer, or a view of it
             if v.node is n:

@@ -142,26 +142,11 @@ class Borrowed(Buffer):
 LIVE: "weakref.WeakSet[Borrowed]" = weakref.WeakSet()  # the Borrowed buffers alive
 
 
-def private(buf: Buffer) -> Buffer:
-    """An evaluation's result, or a copy of it where its memory is (in part) borrowed memory
-    (a copy the optimizer dropped, a view): a result is the value when it was computed, which
-    the producer's later writes must not change."""
-    v = buf.value
-    for b in list(LIVE):
-        if b is not buf and _overlap(v, b.value):
-            return copy_of(v)
-    return buf
-
-
-def copy_of(v) -> Buffer:
-    """A buffer holding a copy of host or device array v, on the same side."""
-    if isinstance(v, np.ndarray):
-        return Buffer(np.array(v, copy=True))
-    from ..backends import get  # (the backend imports this module)
-    be = get("cuda")
-    out = be.empty(tuple(v.shape), v.dtype)
-    out.copy_to_device(be.contiguous(v), stream=be.stream())
-    return Buffer(out)
+def overlaps_borrowed(buf: Buffer) -> bool:
+    """Whether an evaluation's result lies (in part) in borrowed memory (a copy the optimizer
+    dropped, a view): the caller copies it, for a result is the value when it was computed,
+    which the producer's later writes must not change."""
+    return any(b is not buf and _overlap(buf.value, b.value) for b in list(LIVE))
 
 
 def _span(arr) -> tuple[int, int]:
