@@ -91,7 +91,8 @@ def _from_host(obj, dtype, copy, order, subok, ndmin):
     """np.array of host data: a lazy leaf holding a copy, or NumPy's own array where tracer does
     not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
     copy=False forbids the copy a lazy leaf is."""
-    if hasattr(obj, "__cuda_array_interface__") and dtype is None and not ndmin:
+    if dtype is None and not ndmin and not isinstance(obj, ndarray) and \
+            hasattr(obj, "__cuda_array_interface__"):
         out = from_device(obj, copy)  # a device array on the cuda backend: no host copy
         if out is not None:
             return out
