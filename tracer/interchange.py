@@ -27,7 +27,9 @@ from tracer.ir.node import make_leaf
 from . import dlpack
 from . import graph as G
 from .array import ndarray
+from .eager import _layout as layout
 from .store import LOCK, Var, copy_of, evaluate_vars, to_numpy
+from .view import View
 
 
 class Alias(Var):
@@ -89,6 +91,8 @@ def borrowed(value, keep, writeable: bool) -> ndarray:
     """A lazy array over memory another library owns."""
     out = ndarray(Alias(make_leaf(tuple(value.shape), np.dtype(value.dtype),
                                   Borrowed(value, keep))))
+    if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+        out._view = View((), value.shape, layout(value))  # NumPy's flags for its strides
     out._arr0 = True  # an array, as NumPy's from_dlpack gives, also when 0-d
     if not writeable:
         out.flags.writeable = False

@@ -242,3 +242,24 @@ def test_a_slice_write_into_a_big_producer_writes_only_its_part():
         ref[10:20:3] += 2
     numpy.testing.assert_array_equal(h, ref)
     numpy.testing.assert_array_equal(numpy.asarray(t[:25]), ref[:25])
+
+
+@pytest.mark.parametrize("layout", ["strided", "transposed", "fortran", "reversed"])
+def test_a_producer_laid_out_otherwise(layout):
+    base = numpy.arange(24.).reshape(4, 6)
+    h = {"strided": base[::2, 1::2], "transposed": base.T,
+         "fortran": numpy.asfortranarray(base), "reversed": base[:, ::-1]}[layout]
+    ref = h.copy()
+    t = np.from_dlpack(h)
+    numpy.testing.assert_allclose(numpy.asarray(np.sin(t) * 2 + t.sum(axis=0)),
+                                  numpy.sin(ref) * 2 + ref.sum(axis=0))
+    t[0] = -1
+    t.T[1] += 3
+    ref[0] = -1
+    ref.T[1] += 3
+    numpy.testing.assert_array_equal(h, ref)
+    view = numpy.from_dlpack(h)  # NumPy's own view of the producer
+    numpy.testing.assert_array_equal(numpy.asarray(t.ravel(order="K")), view.ravel(order="K"))
+    if layout != "reversed":  # (negative strides: tracer's flags say C order, as for eager
+        assert (t.flags.c_contiguous, t.flags.f_contiguous) == \
+            (view.flags.c_contiguous, view.flags.f_contiguous)  # NumPy results)
