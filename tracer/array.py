@@ -22,7 +22,7 @@ from .recording import proxy, shape_str, traced
 from . import store as _store
 from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
 from .mapped import held, leaf
-from .store import _PENDING, Var, evaluate_vars, to_numpy
+from .store import _PENDING, BORROWED_SET, Var, evaluate_vars, reads_borrowed, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
 
@@ -276,6 +276,17 @@ class ndarray:
             raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
         return self
 
+    # ---- DLPack and the CUDA array interface (tracer/interchange.py), zero-copy
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _interchange().to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _interchange().dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return _interchange().cuda_array_interface(self)
+
     def get(self) -> np.ndarray:
         return np.array(self.__array__())
 
@@ -366,6 +377,10 @@ def _unpickle(value: np.ndarray, writeable: bool, arr0: bool) -> ndarray:
     return out
 
 
+def _interchange():
+    return importlib.import_module("tracer.interchange")  # (it imports this module)
+
+
 _API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 _new = object.__new__
 _C_VIEWS: dict[tuple[int, ...], View] = {}  # shape -> a new C-order array's view (views are
@@ -398,6 +413,8 @@ def fresh(node: Node) -> ndarray:
     out._view = c_view(node.shape) if view is None else view
     out._memo = out._hmemo = None
     var.owner = _ref(out)
+    if BORROWED_SET and reads_borrowed(node):  # (see store.reads_borrowed)
+        evaluate_vars([var])
     return out
 
 

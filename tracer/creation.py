@@ -12,6 +12,7 @@ from tracer.cuda_kernels.threads import snapshot
 from . import graph as G
 from .array import lazy, ndarray
 from .fallback import FOREIGN_KINDS
+from .interchange import from_device
 from .mapped import frozen, held, leaf
 from .recording import traced
 from .store import Var
@@ -92,6 +93,11 @@ def _from_host(obj, dtype, copy, order, subok, ndmin):
     write it: a read-only memmap, tracer/mapped.py), or NumPy's own array where tracer does
     not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
     copy=False forbids the copy a lazy leaf is."""
+    if dtype is None and not ndmin and not isinstance(obj, ndarray) and \
+            hasattr(obj, "__cuda_array_interface__"):
+        out = from_device(obj, copy)  # a device array on the cuda backend: no host copy
+        if out is not None:
+            return out
     obj = host_values(obj)
     by_numpy = copy is False or isinstance(obj, np.ndarray) and (
         obj.dtype.kind in FOREIGN_KINDS or subok and type(obj) is not np.ndarray)

@@ -23,6 +23,7 @@ _LAZY.update(_array_api.FUNCTIONS)  # NumPy's array-API functions, numpy.unstack
 globals().update(_LAZY)
 sort, argsort = _array_api.sort, _array_api.argsort  # with the standard's `descending`
 from . import linalg  # noqa: E402,F401
+from ..interchange import from_dlpack  # noqa: E402,F401
 
 # constants and types come straight from NumPy
 from numpy import (pi, e, inf, nan, newaxis, euler_gamma, dtype, finfo, iinfo,  # noqa: E402,F401
