@@ -32,7 +32,7 @@ from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.ir.registry import OPS
 from tracer.ir.stats import STATS, Stats
 from tracer.opt import splitter
-from . import budget as _budget
+from . import budget as _budget, mapped
 from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
 
 _ACTIVE: list["cluster"] = []
@@ -204,6 +204,10 @@ def _leaf_args(client, b: Buffer, shared: set, sent: dict):
         spec = (v.shape, v.strides, v.dtype, lo, hi, first, off)
         return ("rows", spec, [f for _, f in blocks])
     if id(b) not in shared:
+        if mapped.frozen(b.value):  # a mapped file's rows: read into the task, pages dropped
+            rows = np.array(b.value)
+            mapped.release([b.value])
+            return ("value", rows)
         return ("value", b.value)
     if id(b) not in sent:  # a task's result, not scattered data: made again if it is lost
         sent[id(b)] = client.submit(_same, b.value, pure=False)
@@ -410,7 +414,8 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
         window = split.rows
 
     def submit(lo: int) -> None:
-        data, bufs = pack(st.chunk_graph(rows, lo, src_rows, realized))
+        g = st.chunk_graph(rows, lo, src_rows, realized)
+        data, bufs = pack(g)
         specs, args = [], []
         for b in bufs:  # (a chunk's rows go in its task: sent again if a worker dies)
             kind, spec, *futs = _leaf_args(client, b, shared, sent)

@@ -141,3 +141,16 @@ def test_big_draws_are_made_on_the_workers_and_results_can_stay_there(client):
             numpy.testing.assert_allclose(numpy.asarray(y), h * 2 + 1, rtol=1e-15)
     with pytest.raises(RuntimeError, match="inside `with tracer.cluster"):
         float(x.sum())
+
+
+def test_a_mapped_file_goes_to_the_workers_a_chunk_at_a_time(client, tmp_path):
+    h = H[:16000, :64].copy()  # 8 MiB
+    path = tmp_path / "x.npy"
+    numpy.save(path, h)
+    mm = numpy.load(path, mmap_mode="r")
+    with tracer.cluster(client, budget="1 MiB") as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 19)
+        before = tracer.stats().split_chunks
+        got = float(((np.asarray(mm) - 1) ** 2).sum())
+        assert tracer.stats().split_chunks - before > 4
+    assert got == pytest.approx(((h - 1) ** 2).sum(), rel=1e-12)
