@@ -181,13 +181,18 @@ def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
 
 
 def _from_rows(spec, *blocks) -> np.ndarray:
-    """On a worker: a view's values from the blocks of rows that cover it."""
-    shape, strides, dtype, lo, hi, first, off = spec
+    """On a worker: a view's values from the blocks of rows that cover it (each made or
+    fetched, cut to the rows asked, and let go before the next)."""
+    shape, strides, dtype, lo, hi, bounds, off = spec
     if not blocks or math.prod(shape) == 0:
         return np.empty(shape, dtype)
-    blocks = [b() if type(b) is Recipe else b for b in blocks]
-    rows = np.concatenate(blocks)[lo - first:hi - first]
-    rows = np.ascontiguousarray(rows)
+    pieces = []
+    for (a, z), b in zip(bounds, blocks):
+        b = b() if type(b) is Recipe else b
+        cut = b[max(lo - a, 0):min(hi, z) - a]
+        pieces.append(cut if len(blocks) == 1 else cut.copy())
+        del b
+    rows = np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.concatenate(pieces))
     return np.ndarray(shape, dtype, buffer=rows, offset=off, strides=strides)
 
 
@@ -198,11 +203,10 @@ def _leaf_args(client, b: Buffer, shared: set, sent: dict):
     at = _remote_rows(b.value)
     if at is not None:
         r, lo, hi, off = at
-        blocks = [(a, f) for a, z, f in r.blocks if a < hi and z > lo]
-        first = blocks[0][0] if blocks else 0
+        blocks = [(a, z, f) for a, z, f in r.blocks if a < hi and z > lo]
         v = b.value
-        spec = (v.shape, v.strides, v.dtype, lo, hi, first, off)
-        return ("rows", spec, [f for _, f in blocks])
+        spec = (v.shape, v.strides, v.dtype, lo, hi, [(a, z) for a, z, _ in blocks], off)
+        return ("rows", spec, [f for _, _, f in blocks])
     if id(b) not in shared:
         if mapped.frozen(b.value):  # a mapped file's rows: read into the task, pages dropped
             rows = np.array(b.value)
