@@ -17,6 +17,7 @@ from ..dispatch import LAZY as _LAZY, asnumpy, can_cast, ndarray, result_type, u
 from ..fallback import fallback_getattr as _fallback_getattr
 
 _methods.install()  # the lazy array's operators and methods, before any array can be made
+_importlib.import_module("tracer.dask_chunks").when_dask_imported()  # a dask.array chunk type
 
 globals().update(_LAZY)
 from . import linalg  # noqa: E402,F401
