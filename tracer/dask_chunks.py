@@ -100,19 +100,20 @@ def _sizeof(a: ndarray) -> int:
 
 
 def _pending(value, out: list) -> list:
-    """The tracer arrays in a task's result (an array, or the tuples, lists and dicts of
-    arrays that reductions' chunk steps return) whose value is still a graph."""
+    """The tracer arrays in a task's result (an array, or the few in the tuples, lists and
+    dicts that reductions' chunk steps return) whose value is still a graph. Long containers
+    are not walked: they are other collections' partitions (a dask.bag's list of records)."""
     if isinstance(value, ndarray):
         var = value._var
         if type(var) is not HostVar and var.node.op != "input":
             out.append(value)
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            _pending(v, out)
-    elif isinstance(value, dict):
-        for v in value.values():
+    elif isinstance(value, (tuple, list, dict)) and len(value) <= _WALKED:
+        for v in value.values() if isinstance(value, dict) else value:
             _pending(v, out)
     return out
+
+
+_WALKED = 16
 
 
 def _realize(key, result, dsk, state, worker_id) -> None:

@@ -163,8 +163,8 @@ def test_on_a_local_cluster_of_two_processes():
     """On distributed workers a task's chunk is realized as the worker measures it: one
     evaluation per chunk task, on the workers."""
     distributed = pytest.importorskip("distributed")
-    h = numpy.random.default_rng(3).random((800, 30))
-    x, nx = _pair(h, chunks=(100, 30))
+    h = numpy.random.default_rng(3).random((8000, 30))
+    x, nx = _pair(h, chunks=(1000, 30))  # (past the size NumPy runs at once: TRACER_EAGER_SIZE)
 
     def prog(x):
         return (da.sin(x * 2 + 1) - 3).map_blocks(lambda b: b * b).sum(axis=0)
