@@ -21,7 +21,6 @@ result: Numba dispatches on the real argument types.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import sys
 import threading
@@ -50,7 +49,8 @@ def workers() -> int:
     the NumPy tier in tiered mode."""
     if CONFIG.compile_workers >= 0:
         return CONFIG.compile_workers
-    if multiprocessing.current_process().daemon:
+    mp = sys.modules.get("multiprocessing")  # (imported in any process it started)
+    if mp is not None and mp.current_process().daemon:
         return 0  # a daemon may not start processes (a Dask worker, a multiprocessing pool's)
     return max(1, min(os.cpu_count() or 1, 8) - 1)
 
