@@ -12,8 +12,10 @@ Within a task Dask calls the chunk functions one by one (its blockwise fusion pu
 elementwise ops and a reduction's chunk step into one task); they record, and each task's
 results are realized when the task ends, so the chain runs as fused kernels per chunk and
 `compute()` and `persist()` hold values, not graphs. Dask's local schedulers (threads,
-synchronous) hand each result to a callback (`_realize`) in the scheduler's thread; on a
-distributed worker a chunk is realized when it is pickled to leave the worker.
+synchronous) hand each result to a callback (`_realize`) in the scheduler's thread; a
+distributed worker measures each result (`_sizeof`) in the task's thread. (Left pending, a
+chunk would be computed only where something reads it, in one program with the chunks it
+depends on: Dask's compute() would return a graph and persist() would hold none of its work.)
 
 The registration runs when both tracer.numpy and dask.array are imported, in either order
 (`when_dask_imported`, called by tracer.numpy's import): nothing of Dask is imported for it.

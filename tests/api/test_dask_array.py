@@ -131,12 +131,15 @@ def test_persist_holds_realized_chunks():
                                   (nx * 3 + 1).sum(axis=0).compute(), rtol=1e-12)
 
 
-def test_store_into_a_numpy_array_and_sizeof():
+def test_store_into_numpy_to_backend_numpy_and_sizeof():
     from dask.sizeof import sizeof
     x, _ = _pair()
     out = numpy.zeros_like(H)
     da.store(x * 2 - 1, out, scheduler="threads")
     numpy.testing.assert_array_equal(out, H * 2 - 1)
+    y = (x * 2).to_backend("numpy")
+    assert type(y._meta) is numpy.ndarray and type(y.compute()) is numpy.ndarray
+    numpy.testing.assert_array_equal(y.compute(), H * 2)
     t = np.asarray(H)
     assert sizeof(t) == sizeof(t * 2) == H.nbytes
 
