@@ -13,10 +13,12 @@ import importlib as _importlib
 import numpy as _np
 
 from .. import methods as _methods
+from ..dask_chunks import when_dask_imported as _when_dask_imported
 from ..dispatch import LAZY as _LAZY, asnumpy, can_cast, ndarray, result_type, ufunc  # noqa: F401
 from ..fallback import fallback_getattr as _fallback_getattr
 
 _methods.install()  # the lazy array's operators and methods, before any array can be made
+_when_dask_imported()  # tracer's array as a dask.array chunk type
 
 from . import _array_api  # noqa: E402
 _LAZY.update(_array_api.FUNCTIONS)  # NumPy's array-API functions, numpy.unstack(x) too
