@@ -64,13 +64,14 @@ def _run_numpy(fn, args: tuple, kwargs: dict):
     return _lazy_result(fn(*_to_host(args), **_to_host(kwargs)))
 
 
-def _evaluating(name: str):
-    fn = getattr(_np.linalg, name)
+def _evaluating(name: str, module=_np.linalg, home: str = __name__):
+    """module's function `name` run on evaluated arguments (_run_numpy), as `home`'s."""
+    fn = getattr(module, name)
 
     @_functools.wraps(fn)
     def call(*args, **kwargs):
         return _run_numpy(fn, args, kwargs)
-    call.__module__ = __name__
+    call.__module__ = home
     return call
 
 

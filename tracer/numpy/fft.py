@@ -3,23 +3,16 @@ inside a transform: not counted as fallbacks, as tracer.linalg's factorizations)
 `rfftfreq` take the array API's `dtype`; `fftshift` and `ifftshift` are lazy rolls."""
 from __future__ import annotations
 
-import functools as _functools
 
 import numpy as _np
 
 from .. import creation as _C
 from ..dispatch import LAZY as _LAZY
-from ..linalg import _run_numpy
+from ..linalg import _evaluating as _linalg_evaluating, _run_numpy
 
 
 def _evaluating(name: str):
-    fn = getattr(_np.fft, name)
-
-    @_functools.wraps(fn)
-    def call(*args, **kwargs):
-        return _run_numpy(fn, args, kwargs)
-    call.__module__ = __name__
-    return call
+    return _linalg_evaluating(name, _np.fft, __name__)
 
 
 fft = _evaluating("fft")

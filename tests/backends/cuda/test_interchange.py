@@ -18,29 +18,16 @@ import tracer
 import tracer.numpy as np
 from tracer import dlpack
 from tracer.ir.config import context
-from tracer.ir.stats import STATS
+
+from counters import Delta
 
 pytestmark = pytest.mark.lazy  # the subject is where the backend's values live
-
-COUNTERS = ("h2d_copies", "h2d_bytes", "d2h_copies", "d2h_bytes")
 
 
 @pytest.fixture(autouse=True)
 def sim():
     with context(backend="cuda", cuda_sim=True):
         yield
-
-
-class Delta:
-    """The copy counters' changes within a `with` block."""
-
-    def __enter__(self):
-        self._before = {c: getattr(STATS, c) for c in COUNTERS}
-        return self
-
-    def __exit__(self, *exc):
-        for c in COUNTERS:
-            setattr(self, c, getattr(STATS, c) - self._before[c])
 
 
 class SimDeviceArray:

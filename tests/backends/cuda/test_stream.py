@@ -12,30 +12,16 @@ import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels import backends
 from tracer.ir.config import context
-from tracer.ir.stats import STATS
+
+from counters import Delta
 
 pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
-
-COUNTERS = ("kernels_launched", "host_waits", "h2d_copies", "h2d_bytes", "d2h_copies",
-            "d2h_bytes")
 
 
 @pytest.fixture(autouse=True)
 def sim():
     with context(backend="cuda", cuda_sim=True):
         yield
-
-
-class Delta:
-    """The counters' changes within a `with` block."""
-
-    def __enter__(self):
-        self._before = {c: getattr(STATS, c) for c in COUNTERS}
-        return self
-
-    def __exit__(self, *exc):
-        for c in COUNTERS:
-            setattr(self, c, getattr(STATS, c) - self._before[c])
 
 
 def _inputs(shape=(4, 6), n=4):
