@@ -102,10 +102,11 @@ _OWNED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary
 def own(buf, var: Var) -> None:
     """var alone holds buf: it may write into it."""
     buf.owner = id(var)
-    old = _OWNED.get(id(buf.host))
+    mem = id(buf.host if buf.host is not None else buf.value)  # (a device array: its value)
+    old = _OWNED.get(mem)
     if old is not None and old is not buf:  # a leaf written in place: its buffer is buf's now
         old.owner = None
-    _OWNED[id(buf.host)] = buf
+    _OWNED[mem] = buf
 
 
 def shared(buf, var: "Var | None" = None) -> None:
@@ -294,11 +295,10 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = list(map(_node_of, group))
         try:
-            if small:  # the interpreter may write into what the group alone holds
-                bufs = _engine().execute(nodes, True, writable_leaves(group),
-                                         lambda i, buf: own(buf, group[i]))
-            else:
-                bufs = _engine().execute(nodes)
+            # the run may write into what the group alone holds, and the group owns the new
+            # buffers no other holds
+            bufs = _engine().execute(nodes, small, writable_leaves(group),
+                                     lambda i, buf: own(buf, group[i]))
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
