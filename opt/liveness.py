@@ -40,6 +40,7 @@ class Storage:
     donated: set[int] = field(default_factory=set)  # leaves it may update in place
     written: set[int] = field(default_factory=set)  # donated leaves updated in place
     inputs: set[int] = field(default_factory=set)   # its input leaves
+    new: set[int] = field(default_factory=set)      # made values that are new arrays at run time
 
     def __post_init__(self):
         for n in self.order:
@@ -49,6 +50,8 @@ class Storage:
                     self.bcast.add(id(n))
             elif not is_kind(n, Kind.LEAF):
                 self.made.add(id(n))
+                if is_kind(n, *_NEW_KINDS) or n.op in ("output", "concatenate"):
+                    self.new.add(id(n))
             elif n.op == "input":
                 self.inputs.add(id(n))
                 if n.attr("donated"):
@@ -125,13 +128,14 @@ class Storage:
         return inplace, copied
 
     def root_storage(self) -> tuple:
-        """Per root, after walk_updates: True where its storage is its own, made by this graph
-        (or a donated leaf written in place) and no other root's: the caller may take it as
-        a buffer no one else holds; else the id of the leaf it lives in (a view of it), else
-        None."""
+        """Per root, after walk_updates: True where its storage is its own, a new array of
+        this graph's (not what an interpreted op made: NumPy may hand back a view of its
+        operand) or a donated leaf written in place, and no other root's: the caller may take
+        it as a buffer no one else holds; else the id of the leaf it lives in (a view of
+        it), else None."""
         found = [self.find(id(r)) for r in self.roots]
         count = Counter(found)
-        return tuple(True if (s in self.made or s in self.written) and count[s] == 1 else
+        return tuple(True if (s in self.new or s in self.written) and count[s] == 1 else
                      s if s in self.inputs else None for s in found)
 
     def freed_after(self) -> list[list[int]]:
@@ -160,6 +164,11 @@ class Storage:
                 if self.last.get(i) == pos and i in size:
                     live -= size.pop(i)
         return peak
+
+
+# the kinds whose values are new arrays on every backend (kernels' outputs, updates, library
+# routines): the other ops a backend does not run itself may return a view of an operand
+_NEW_KINDS = (Kind.FUSION, Kind.UPDATE, Kind.SCATTER, Kind.CONTRACTION, Kind.LIBRARY)
 
 
 def _elementwise(body: Node) -> bool:

@@ -169,8 +169,14 @@ def donated(leaves: list[Node], bufs: list, order: list[Node], may_write) -> tup
     may raise (the evaluation of what did not fail runs again from the leaves, as the
     interpreter's). Not under a memory budget nor with NaN checks (they run again too). The
     buffer assignment decides which updates do run in place (opt/liveness.py)."""
-    if may_write is None or CONFIG.check_nans or budget.active() is not None or \
-            not any(b.owner is not None for b in bufs):
+    if may_write is None:
+        return ()
+    for b in bufs:
+        if b.owner is not None:
+            break
+    else:  # (the usual case: no leaf is any variable's own)
+        return ()
+    if CONFIG.check_nans or budget.active() is not None:
         return ()
     bases: set[int] = set()
     for n in order:
@@ -215,58 +221,29 @@ def _donate(roots: list[Node], order: list[Node], leaves: list[Node]):
     return [new[id(r)] for r in roots], out, marked
 
 
+# a host result under this many bytes is not taken: registering it (store.own) costs about
+# what a later write's copy of it would (on a device, a copy is a launch: every one is taken)
+OWN_BYTES = 1 << 15
+
+
 def _hand_over(program, bind, bufs: list, take) -> None:
-    """After a run: `take(i, buf)` for each root i whose buffer is its own (a new one, or a
-    donated leaf's written in place: Program.root_storage), checked again where it is a host
-    array (it must not be a leaf's or another root's memory); a leaf buffer a root views is
-    no longer its variable's alone."""
-    rs = program.root_storage
-    if not rs:
-        return
-    leaf_of = None
-    inputs = None
-    taken: set[int] = set()
-    for i, (s, buf) in enumerate(zip(rs, bufs)):
+    """After a run: `take(i, buf)` for each root i whose buffer is its own (a new array, or a
+    donated leaf's written in place: Program.root_storage); a leaf's buffer that a root views
+    is no longer its variable's alone. (Under a memory budget the results are assembled
+    from chunks: none is taken.)"""
+    if take is not None and budget.active() is not None:
+        take = None
+    for i, s in enumerate(program.root_storage):
         if s is True:
-            if take is None or budget.active() is not None:
-                continue
-            v = buf.value
-            if type(v) is np.ndarray:
-                if not v.flags.writeable:
-                    continue
-                if inputs is None:
-                    inputs = _input_memory(program, bind)
-                m = _memory(v)
-                if id(m) in taken or inputs.get(id(m), True) is not True:
-                    continue
-                taken.add(id(m))
-            take(i, buf)
+            if take is not None:
+                buf = bufs[i]
+                if buf.host is None or buf.host.nbytes >= OWN_BYTES:
+                    take(i, buf)
         elif s is not None:
-            if leaf_of is None:
-                leaf_of = {id(n): n for n in program.order if n.op == "input"}
-            leaf = leaf_of[s]
-            lb = (bind or {}).get(s) or leaf.attrs[0][1]
-            lb.owner = None
-
-
-def _memory(a: np.ndarray) -> np.ndarray:
-    """The array that owns a's memory."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
-
-
-def _input_memory(program, bind) -> dict[int, bool]:
-    """id(memory) -> whether the leaf over it is donated, for the program's host leaves."""
-    out: dict[int, bool] = {}
-    for n in program.order:
-        if n.op == "input":
-            buf = (bind or {}).get(id(n)) or n.attrs[0][1]
-            for v in (buf.value, buf.host):
-                if isinstance(v, np.ndarray):
-                    m = id(_memory(v))
-                    out[m] = out.get(m, True) and bool(n.attr("donated"))
-    return out
+            leaf = bind.get(s) if bind else None
+            if leaf is None:
+                leaf = next(n for n in program.order if id(n) == s).attrs[0][1]
+            leaf.owner = None
 
 
 # ------------------------------------------------------------------ running
