@@ -144,6 +144,19 @@ def test_copies_and_unpickled_arrays_keep_their_values(clone):
     numpy.testing.assert_array_equal(numpy.asarray(x), h)
 
 
+def test_a_buffer_a_jit_trace_captured_stays_frozen():
+    h = numpy.arange(5000.0)
+    w = _realized(h)
+    jf = tracer.jit(lambda x: x * w)
+    ones = numpy.ones(5000)
+    numpy.testing.assert_array_equal(numpy.asarray(jf(ones)), h)
+    w[0:3] = 5.0
+    tracer.evaluate(w)
+    numpy.testing.assert_array_equal(numpy.asarray(jf(ones)), h)  # as jax.jit's capture
+    h[0:3] = 5.0
+    numpy.testing.assert_array_equal(numpy.asarray(w), h)
+
+
 def test_a_failed_evaluation_leaves_the_buffer_as_it_was():
     """A graph with an op that may raise updates nothing in place: the values that did not
     fail are evaluated again from the leaves."""
