@@ -220,3 +220,43 @@ def test_an_element_write_never_goes_into_a_host_copy_of_device_values():
         with context(eager_size=0):
             got = numpy.asarray(a * 3)
     numpy.testing.assert_array_equal(got, numpy.array([5.0, 1, 2, 3, 4, 5]) * 3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_writes_readers_views_and_copies_match_numpy(seed):
+    """Writes into a realized array mixed with what may read its old values: pending readers,
+    views, copies, evaluations at random points."""
+    rng = numpy.random.default_rng(seed)
+    h = rng.standard_normal(5000)
+    x, src = _realized(h), _realized(h * 3)
+    h, hsrc = h.copy(), h * 3
+    kept, views = [], []
+    for _ in range(12):
+        a = int(rng.integers(0, 4000))
+        b = a + int(rng.integers(1, 1000))
+        step = rng.choice(["write", "add", "rows", "reader", "view", "copy", "eval", "read"])
+        if step == "write":
+            x[a:b] = float(a)
+            h[a:b] = float(a)
+        elif step == "add":
+            x[a:b] += 1.5
+            h[a:b] += 1.5
+        elif step == "rows":
+            x[a:b] = src[a:b] * 2
+            h[a:b] = hsrc[a:b] * 2
+        elif step == "reader":
+            kept.append((x * 2 + 1, h * 2 + 1))
+        elif step == "view":
+            views.append((x[a:b], (a, b)))
+        elif step == "copy":
+            kept.append((x.copy(), h.copy()))
+        elif step == "eval":
+            tracer.evaluate(x)
+        elif kept:
+            t, want = kept[int(rng.integers(len(kept)))]
+            numpy.testing.assert_array_equal(numpy.asarray(t), want)
+    numpy.testing.assert_array_equal(numpy.asarray(x), h)
+    for t, want in kept:
+        numpy.testing.assert_array_equal(numpy.asarray(t), want)
+    for v, (a, b) in views:
+        numpy.testing.assert_array_equal(numpy.asarray(v), h[a:b])
