@@ -115,8 +115,8 @@ class Storage:
             if not _update(n):
                 continue
             s = self.find(id(n.inputs[0]))
-            can = (s in self.made or s in self.donated) and s not in keep and self.last.get(s) == pos and \
-                id(n.inputs[0]) not in self.bcast and \
+            can = (s in self.made or s in self.donated) and s not in keep and \
+                self.last.get(s) == pos and id(n.inputs[0]) not in self.bcast and \
                 all(self.find(id(i)) != s for i in n.inputs[1:])
             if can and decide(n):
                 inplace.add(id(n))

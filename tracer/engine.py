@@ -240,10 +240,10 @@ def _hand_over(program, bind, bufs: list, take) -> None:
                 if buf.host is None or buf.host.nbytes >= OWN_BYTES:
                     take(i, buf)
         elif s is not None:
-            leaf = bind.get(s) if bind else None
-            if leaf is None:
-                leaf = next(n for n in program.order if id(n) == s).attrs[0][1]
-            leaf.owner = None
+            buf = bind.get(s) if bind else None
+            if buf is None:
+                buf = next(n for n in program.order if id(n) == s).attrs[0][1]
+            buf.owner = None
 
 
 # ------------------------------------------------------------------ running
