@@ -38,7 +38,7 @@ class Storage:
     last: dict[int, int] = field(default_factory=dict)  # storage -> position of last reader
     made: set[int] = field(default_factory=set)     # values this graph allocates
     donated: set[int] = field(default_factory=set)  # leaves it may update in place
-    written: set[int] = field(default_factory=set)  # donated leaves updated in place
+    written: set[int] = field(default_factory=set)  # donated leaves written in place
     inputs: set[int] = field(default_factory=set)   # its input leaves
     new: set[int] = field(default_factory=set)      # made values that are new arrays at run time
 
@@ -81,9 +81,10 @@ class Storage:
             keep.add(s)
 
     def reusable_param(self, n: Node, pos: int, keep: set[int]) -> int | None:
-        """For an elementwise fusion: a param whose buffer this graph made, that dies here, is
-        no view (but a reshape), has the result's type and is read once, so the kernel can
-        write its result there (each element is read before it is written)."""
+        """For an elementwise fusion: a param whose buffer this graph made (or a donated
+        leaf's), that dies here, is no view (but a reshape), has the result's type and is read
+        once, so the kernel can write its result there (each element is read before it is
+        written)."""
         if not is_kind(n, Kind.FUSION) or not _elementwise(n.attr("body")):
             return None
         for k, p in enumerate(n.inputs):
@@ -91,7 +92,8 @@ class Storage:
             while q.op == "reshape":  # a reshape of a fresh buffer keeps its element order
                 q = q.inputs[0]
             s = self.find(id(p))
-            if s == id(q) and s in self.made and s not in keep and self.last.get(s) == pos and \
+            if s == id(q) and (s in self.made or s in self.donated) and s not in keep and \
+                    self.last.get(s) == pos and \
                     p.size == n.size and p.dtype == n.dtype and \
                     sum(self.find(id(i)) == s for i in n.inputs) == 1:
                 return k
@@ -110,7 +112,10 @@ class Storage:
             if reuse is not None and is_kind(n, Kind.FUSION):
                 k = self.reusable_param(n, pos, keep)
                 if k is not None and reuse(n, k):
-                    self._merge(n, self.find(id(n.inputs[k])), pos, keep)
+                    s = self.find(id(n.inputs[k]))
+                    if s in self.donated:
+                        self.written.add(s)
+                    self._merge(n, s, pos, keep)
                 continue
             if not _update(n):
                 continue

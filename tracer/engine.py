@@ -18,7 +18,6 @@ from tracer.ir import log
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
-from tracer.ir.registry import OPS, Kind, is_kind
 from tracer.ir.interp import _may_raise, run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
@@ -163,12 +162,13 @@ def explain(roots: list[Node], may_write=None):
 
 def donated(leaves: list[Node], bufs: list, order: list[Node], may_write) -> tuple[int, ...]:
     """The positions among `leaves` (their buffers `bufs`; `order`: the graph's toposort) of
-    the leaves this evaluation may update in place, as XLA's donated buffers: a slice write
-    or scatter writes into them (through views, maybe), `may_write` allows it (no one
-    outside the graph can observe the buffer: store.writable_leaves), and no op of the graph
-    may raise (the evaluation of what did not fail runs again from the leaves, as the
-    interpreter's). Not under a memory budget nor with NaN checks (they run again too). The
-    buffer assignment decides which updates do run in place (opt/liveness.py)."""
+    the leaves this evaluation may write into, as XLA's donated buffers: `may_write` allows
+    it (the evaluated variables alone hold the buffer and nothing outside the graph reads
+    it: store.writable_leaves), and no op of the graph may raise (the evaluation of what did
+    not fail runs again from the leaves, as the interpreter's). Not under a memory budget
+    nor with NaN checks (they run again too). Buffer assignment decides which writes go
+    there (opt/liveness.py: slice writes, scatters, elementwise kernels over a dying
+    operand), so `x[k] = v` and `x += y` on a realized x write into x's buffer."""
     if may_write is None:
         return ()
     for b in bufs:
@@ -178,18 +178,8 @@ def donated(leaves: list[Node], bufs: list, order: list[Node], may_write) -> tup
         return ()
     if CONFIG.check_nans or budget.active() is not None:
         return ()
-    bases: set[int] = set()
-    for n in order:
-        if is_kind(n, Kind.UPDATE, Kind.SCATTER):
-            b = n.inputs[0]
-            while OPS[b.op].props.view:
-                b = b.inputs[0]
-            if b.op == "input":
-                bases.add(id(b))
-    if not bases:
-        return ()
     out = tuple(k for k, (leaf, b) in enumerate(zip(leaves, bufs))
-                if b.owner is not None and id(leaf) in bases and may_write(leaf))
+                if b.owner is not None and may_write(leaf))
     return () if out and any(map(_may_raise, order)) else out
 
 

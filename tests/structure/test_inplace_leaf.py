@@ -64,6 +64,26 @@ def test_augmented_slice_write_goes_into_the_buffer():
     numpy.testing.assert_array_equal(numpy.asarray(x), h)
 
 
+def test_an_augmented_assignment_writes_into_the_buffer():
+    h = numpy.arange(5000.0)
+    x, y = _realized(h), _realized(h * 2)
+    at = _memory(x)
+    x += y
+    x *= 0.5
+    plan = tracer.explain(x)
+    assert plan.peak_bytes == 0 and [n for n in plan.graph_after.roots[0].inputs
+                                     if n.op == "input" and n.attr("donated")]
+    tracer.evaluate(x)
+    assert _memory(x) == at
+    numpy.testing.assert_array_equal(numpy.asarray(x), (h + h * 2) * 0.5)
+    keep = x * 1  # pending: reads x's buffer, so the next one writes elsewhere
+    x += 1
+    tracer.evaluate(x)
+    assert _memory(x) != at
+    numpy.testing.assert_array_equal(numpy.asarray(keep), (h + h * 2) * 0.5)
+    numpy.testing.assert_array_equal(numpy.asarray(x), (h + h * 2) * 0.5 + 1)
+
+
 def test_a_numpy_snapshot_follows_the_write_as_numpys_does():
     h = numpy.arange(5000.0)
     x = _realized(h)
@@ -208,6 +228,20 @@ def test_row_writes_go_into_the_device_buffer():
 
 
 @pytest.mark.cuda
+def test_an_augmented_assignment_writes_into_the_device_buffer():
+    h = numpy.arange(64, dtype=numpy.float32)
+    with context(backend="cuda", cuda_sim=True):
+        x = _realized(h)
+        at = _memory(x)
+        x += 1
+        x *= 2
+        tracer.evaluate(x)
+        assert _memory(x) == at
+        got = numpy.asarray(x)
+    numpy.testing.assert_array_equal(got, (h + 1) * 2)
+
+
+@pytest.mark.cuda
 def test_an_element_write_never_goes_into_a_host_copy_of_device_values():
     """An eager write into a small array whose values were uploaded goes into a new host
     buffer: the device copy would go stale."""
@@ -234,7 +268,8 @@ def test_random_writes_readers_views_and_copies_match_numpy(seed):
     for _ in range(12):
         a = int(rng.integers(0, 4000))
         b = a + int(rng.integers(1, 1000))
-        step = rng.choice(["write", "add", "rows", "reader", "view", "copy", "eval", "read"])
+        step = rng.choice(["write", "add", "rows", "scale", "reader", "view", "copy", "eval",
+                           "read"])
         if step == "write":
             x[a:b] = float(a)
             h[a:b] = float(a)
@@ -244,6 +279,9 @@ def test_random_writes_readers_views_and_copies_match_numpy(seed):
         elif step == "rows":
             x[a:b] = src[a:b] * 2
             h[a:b] = hsrc[a:b] * 2
+        elif step == "scale":
+            x *= 1.5
+            h *= 1.5
         elif step == "reader":
             kept.append((x * 2 + 1, h * 2 + 1))
         elif step == "view":
