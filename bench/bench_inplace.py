@@ -6,8 +6,9 @@ array's own buffer instead of a copy of it.
 Cases, each timed per evaluation (median of --steps, after one untimed warm-up run):
 - `x[a:b] = x[a:b] * 0.5 + 1`, 100,000 elements (recorded: past the eager size) of a --size
   float64 array, evaluated every step;
-- 64 row writes `x[i] = src[i] * 2` into a (64, size/64) array, evaluated once.
-Prints per case ms per evaluation and the plan's bytes_copied.
+- 64 row writes `x[i] = src[i] * 2` into a (64, size/64) array, evaluated once;
+- `x *= 0.5; x += 1` on the whole array, evaluated every step.
+Prints per case ms per evaluation and the plan's bytes_copied (peak_bytes for the last).
 """
 from __future__ import annotations
 
@@ -62,15 +63,31 @@ def row_writes(size: int, steps: int) -> tuple[float, int]:
     return statistics.median(times), copied
 
 
+def augmented(size: int, steps: int) -> tuple[float, int]:
+    x = _own(numpy.arange(size, dtype=numpy.float64))
+    times, peak = [], 0
+    for k in range(steps + 1):
+        x *= 0.5
+        x += 1
+        if k == steps:
+            peak = tracer.explain(x).peak_bytes
+        t0 = time.perf_counter()
+        tracer.evaluate(x)
+        if k:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times), peak
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=10_000_000)
     ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args(argv)
-    for name, fn in (("x[a:b] = x[a:b] * 0.5 + 1", slice_steps),
-                     ("64 row writes, one evaluation", row_writes)):
-        sec, copied = fn(args.size, args.steps)
-        print(f"{name:<32} {sec * 1e3:9.3f} ms/evaluation  bytes_copied {copied}")
+    for name, fn, what in (("x[a:b] = x[a:b] * 0.5 + 1", slice_steps, "bytes_copied"),
+                           ("64 row writes, one evaluation", row_writes, "bytes_copied"),
+                           ("x *= 0.5; x += 1", augmented, "peak_bytes")):
+        sec, n = fn(args.size, args.steps)
+        print(f"{name:<32} {sec * 1e3:9.3f} ms/evaluation  {what} {n}")
 
 
 if __name__ == "__main__":
