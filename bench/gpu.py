@@ -29,6 +29,8 @@ It records:
   * GB/s and fraction of the copy bandwidth (memory-bound cases) or GFLOP/s;
   * CuPy and jax.jit on the same program when importable (not under --sim), with their error
     where the program is not theirs (jax has no in-place writes).
+- interchange (bench/gpu_interchange.py): device arrays handed in and out through DLPack and
+  the CUDA array interface (numba.cuda, CuPy, torch), with no host copy and tracer's stream;
 Each case runs in its own try: a failure is recorded and the run goes on. Exit status 1 when any
 case failed or is wrong.
 """
@@ -55,6 +57,7 @@ if str(ROOT) not in sys.path:
 
 import numpy  # noqa: E402
 
+from bench import gpu_interchange  # noqa: E402
 from bench.bench_foundation import rel_err, timed  # noqa: E402
 
 STATS_FIELDS = ("kernels_launched", "host_waits", "h2d_copies", "h2d_bytes", "d2h_copies",
@@ -630,7 +633,12 @@ def main(argv=None) -> int:
             import cupy
             cupy.get_default_memory_pool().free_all_blocks()
     report["cases"] = cases
+    report["interchange"] = _section(gpu_interchange.run, args.sim)
+    print(json.dumps({k: v for k, v in report["interchange"].items() if k != "traceback"},
+                     indent=1, default=str), flush=True)
     bad = [c["name"] for c in cases if not c.get("correct")]
+    if not report["interchange"].get("ok"):
+        bad.append("interchange")
     report["summary"] = {"cases": len(cases), "correct": len(cases) - len(bad),
                          "wrong_or_failed": bad, "wall_s": time.perf_counter() - start}
     print("\n" + "\n".join(table(cases)))

@@ -76,6 +76,10 @@ def default_backend(requested: str = "") -> str:
 
 def to_host(buf: Buffer):
     """The host (NumPy) value of a buffer, copied from the device once and kept."""
-    if buf.host is None:
-        buf.host = get("cuda").to_host(buf.value)
-    return buf.host
+    host = buf.host
+    if host is None:
+        fetch = getattr(buf, "fetch", None)  # a value held elsewhere (tracer.cluster)
+        if fetch is not None:
+            return fetch()
+        host = buf.host = get("cuda").to_host(buf.value)  # (a Borrowed buffer keeps none)
+    return host

@@ -12,7 +12,8 @@ The budget runner (tracer/budgeted.py) realizes S and the values the chunks read
 the outputs. The big tensors of the paths (the N x M x D difference, the N x M score matrix) then
 only ever exist one chunk of rows at a time.
 
-S is sought among the graph's leaves and computed values (self-attention: Q, K and V all come
+S is sought among the graph's leaves, their reshapes (views: a flat input seen as rows, its
+rows read from the input chunk by chunk) and computed values (self-attention: Q, K and V all come
 from X, so X's rows are not independent, but Q's are once K and V are realized); of those that
 cover every output, the one that leaves the fewest bytes to hold whole wins. The pipeline's
 tensor_splitter stage seeks it under a budget, on the graph as recorded (the simplification
@@ -59,6 +60,12 @@ class Split:
 
 def _kind(n: Node) -> Kind:
     return OPS[n.op].kind
+
+
+def reshaped_input(n: Node) -> bool:
+    """Whether n is a reshape of an input leaf: a view of the user's memory, which a split
+    reads row block by row block as it reads a leaf."""
+    return n.op == "reshape" and n.inputs[0].op == "input"
 
 
 def _full_slice(n: Node, ax: int) -> bool:
@@ -123,21 +130,24 @@ def _trace(roots: list[Node], order: list[Node], source: Node, axis: int) -> dic
     return ax
 
 
-def find(roots: list[Node]) -> Split | None:
+def find(roots: list[Node], sources: set | None = None) -> Split | None:
     """The (source, axis) every root follows row by row that leaves the least to hold whole
     (the source, when computed, and the values the chunks read in full); None when there is
-    none. O(c n) for c candidate (source, axis) pairs, each traced over the graph, on graphs
-    of at most MAX_NODES nodes; a larger graph is only sorted, O(n)."""
+    none. `sources`: ids of the only leaves to split, along their first axis (values held in
+    blocks of rows elsewhere). O(c n) for c candidate (source, axis) pairs, each traced over
+    the graph, on graphs of at most MAX_NODES nodes; a larger graph is only sorted, O(n)."""
     order = toposort(roots)
     if len(order) > MAX_NODES:
         return None
     root_ids = {id(r) for r in roots}
     leaves = [n for n in order if n.op == "input" and n.ndim]
-    computed = [n for n in order if not is_leaf(n) and n.ndim and
-                id(n) not in root_ids and _kind(n) is not Kind.MOVEMENT]
+    computed = [n for n in order if not is_leaf(n) and n.ndim and id(n) not in root_ids and
+                (_kind(n) is not Kind.MOVEMENT or reshaped_input(n))]
+    if sources is not None:
+        leaves, computed = [n for n in leaves if id(n) in sources], []
     best, held = None, 0
     for source in leaves + computed:
-        for axis in range(source.ndim):
+        for axis in range(source.ndim if sources is None else 1):
             if source.shape[axis] < 2:
                 continue
             ax = _trace(roots, order, source, axis)
@@ -148,10 +158,36 @@ def find(roots: list[Node]) -> Split | None:
             cuts = {id(n): (n, ax[id(n.inputs[0])]) for n in order
                     if ax[id(n)] == CUT and _kind(n) is Kind.REDUCE and
                     isinstance(ax[id(n.inputs[0])], int)}
-            cost = sum(n.nbytes for n in frontier) + (source.nbytes if source.op != "input" else 0)
+            cost = sum(n.nbytes for n in frontier) + \
+                (source.nbytes if source.op != "input" and not reshaped_input(source) else 0)
             if best is None or cost < held:
                 best, held = Split(source, axis, root_axes, frontier, cuts, roots), cost
     return best
+
+
+def first_cuts(roots: list[Node], sources: set) -> list[Node]:
+    """Reductions over the rows of a source in `sources` (ids of leaves, first axis) whose
+    results meet that source's rows again (`x - x.mean(0)`): no split runs them in one pass,
+    but once they are computed (by a split of their own) and made leaves, one may."""
+    order = toposort(roots)
+    if len(order) > MAX_NODES:
+        return []
+    found: dict[int, Node] = {}
+    for source in order:
+        if id(source) not in sources or not source.ndim:
+            continue
+        ax = _trace(roots, order, source, 0)
+        for n in order:
+            ins = [ax[id(i)] for i in n.inputs]
+            if ax[id(n)] == FAIL and FAIL not in ins and CUT in ins:
+                stack = [i for i, a in zip(n.inputs, ins) if a == CUT]
+                while stack:  # down to the reductions over the rows (not their broadcasts)
+                    c = stack.pop()
+                    if _kind(c) is Kind.REDUCE and isinstance(ax[id(c.inputs[0])], int):
+                        found[id(c)] = c
+                    else:
+                        stack.extend(i for i in c.inputs if ax[id(i)] == CUT)
+    return list(found.values())
 
 
 def _frontier(order: list[Node], ax: dict[int, object], source: Node) -> list[Node]:

@@ -20,6 +20,7 @@ _EXPORTS = {  # public name -> the module that defines it
     "TracerFallbackWarning": "tracer.fallback", "coverage_report": "tracer.fallback",
     "numpy": "tracer",  # the submodule: an attribute of the package once imported
     "jit": "tracer.replay", "memory_budget": "tracer.budget", "MemoryBudgetError": "tracer.budget",
+    "cluster": "tracer.dask_cluster",
 }
 __all__ = ["__version__", *_EXPORTS]
 

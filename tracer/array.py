@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.config import CONFIG
 from tracer.ir.node import Node, _set_site
 from . import graph as G
 from .recording import proxy, shape_str, traced
 from . import store as _store
 from .debug import CURRENT, ERR_STATE, LAST_STATE, errstate_raises
-from .store import _PENDING, Var, evaluate_vars, to_numpy
+from .mapped import held, leaf
+from .store import _PENDING, BORROWED_SET, Var, evaluate_vars, reads_borrowed, to_numpy
 from .view import (Flags, View, apply_step, bitcast, c_strides, contiguous, f_strides, laid_out,
                    nocopy_reshape)
 
@@ -263,18 +263,29 @@ class ndarray:
         if api_version is not None and api_version not in _API_VERSIONS:
             raise ValueError(f'Version "{api_version}" of the Array API Standard is not '
                              "supported.")
-        return importlib.import_module("tracer.numpy")  # (it imports this module)
+        return importlib.import_module("tracer.numpy._array_api").namespace()
 
     @property
     def device(self) -> str:
         return "cpu"  # as NumPy's: values come to the host when read, whatever the backend
 
-    def to_device(self, device, /, *, stream=None):
+    def to_device(self, device, /, stream=None):
         if stream is not None:
             raise ValueError("The stream argument in to_device() is not supported")
         if device != "cpu":
             raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
         return self
+
+    # ---- DLPack and the CUDA array interface (tracer/interchange.py), zero-copy
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _interchange().to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _interchange().dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return _interchange().cuda_array_interface(self)
 
     def get(self) -> np.ndarray:
         return np.array(self.__array__())
@@ -357,12 +368,17 @@ class ndarray:
 
 
 def _unpickle(value: np.ndarray, writeable: bool, arr0: bool) -> ndarray:
+    importlib.import_module("tracer.numpy")  # installs the methods: a worker may import no more
     out = ndarray(Var(G.leaf(value)))
     if arr0:
         out._arr0 = True  # (any other 0-d array stands for NumPy's scalar, as it did)
     if not writeable:
         out.flags.writeable = False
     return out
+
+
+def _interchange():
+    return importlib.import_module("tracer.interchange")  # (it imports this module)
 
 
 _API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -397,6 +413,8 @@ def fresh(node: Node) -> ndarray:
     out._view = c_view(node.shape) if view is None else view
     out._memo = out._hmemo = None
     var.owner = _ref(out)
+    if BORROWED_SET and reads_borrowed(node):  # (see store.reads_borrowed)
+        evaluate_vars([var])
     return out
 
 
@@ -458,12 +476,12 @@ def asarray_node(x: Any) -> Node:
     """The node for an operand: lazy arrays give theirs, anything else becomes a leaf."""
     if isinstance(x, ndarray):
         return x._node
-    a = snapshot(x)
+    a = held(x)
     if a.dtype.kind in "OUSV":
         raise TypeError(f"tracer: unsupported operand of dtype {a.dtype}")
     if a.ndim == 0:
         return G.const(a[()], a.dtype)
-    return G.leaf(a)
+    return leaf(a)
 
 
 def evaluate(*arrays):

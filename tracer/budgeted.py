@@ -1,12 +1,14 @@
 """Budgeted evaluation: a planned program run within the active memory budget (tracer/budget.py),
 whole where what it allocates fits, else split along the rows of a value its outputs follow
 (opt/splitter.py) in chunks that fit beside what the split holds, or MemoryBudgetError before
-anything is allocated. The engine calls `run`.
+anything is allocated. The pages a program reads from read-only mapped files count with what it
+allocates, and are dropped once read (tracer/mapped.py): a chunk reads only its rows of such a
+file. The engine calls `run`.
 """
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,7 +20,10 @@ from tracer.cuda_kernels.executor import PeakMeter
 from tracer.cuda_kernels.layout import over_one_element
 from tracer.opt import splitter
 from tracer.opt.splitter import row_block
+from . import dask_cluster as cluster
+from . import mapped
 from .budget import Budget, MemoryBudgetError, beside, fmt_bytes
+
 
 def _result_bytes(program) -> int:
     """The memory a program's results take that is new: a result that is an input, or a view
@@ -32,9 +37,10 @@ def _result_bytes(program) -> int:
     return sum(bases.values())
 
 
-def need_bytes(program) -> int:
-    """What a program allocates at most: its planned peak of intermediates plus its results."""
-    return program.peak_bytes + _result_bytes(program)
+def need_bytes(program, roots) -> int:
+    """What a program allocates at most: its planned peak of intermediates plus its results,
+    and the pages it reads of mapped files (`roots`: the graph it computes, its real leaves)."""
+    return program.peak_bytes + _result_bytes(program) + mapped.span(mapped.reads(roots))
 
 
 def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> list:
@@ -43,12 +49,16 @@ def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> 
     of a graph of the same structure). The tiered path (cuda_kernels/tiled.py) may use what
     the plan leaves of the budget. The engine's `execute(roots)` evaluates a graph and
     `plan(roots, be)` plans one (nothing compiled or run)."""
-    need = need_bytes(program)
+    read = mapped.reads(roots)
+    need = program.peak_bytes + _result_bytes(program) + mapped.span(read)
     if need > budget.limit:
-        return run_split(roots, program, split, budget, be, execute, plan)
+        return run_split(roots, program, split, budget, be, execute, plan, need)
     meter = PeakMeter()
-    with tiled.room(budget.limit - need), _no_idle_blocks(be):
-        bufs = executor.run(program, bind, meter)
+    try:
+        with tiled.room(budget.limit - need), _no_idle_blocks(be):
+            bufs = executor.run(program, bind, meter)
+    finally:
+        mapped.release(read)
     STATS.planned_peak_bytes = need
     STATS.measured_peak_bytes = meter.peak + _result_bytes(program)
     return bufs
@@ -84,9 +94,10 @@ def _largest(program, k: int = 3) -> str:
     return "; ".join(parts) or "none"
 
 
-def over_budget(program, budget: Budget, why: str, smallest: int) -> MemoryBudgetError:
+def over_budget(program, need: int, budget: Budget, why: str,
+                smallest: int) -> MemoryBudgetError:
     return MemoryBudgetError(
-        f"tracer.memory_budget: this evaluation plans {fmt_bytes(need_bytes(program))} of "
+        f"tracer.memory_budget: this evaluation plans {fmt_bytes(need)} of "
         f"intermediate buffers and results, over the budget of {fmt_bytes(budget.limit)}; "
         f"{why}. Largest buffers: {_largest(program)}. The smallest budget that would work: "
         f"{fmt_bytes(smallest)} ({smallest} bytes).")
@@ -106,7 +117,20 @@ def _made(program) -> list:
 
 def _need(g, be, plan) -> int:
     """What evaluating graph g allocates at most (nothing is allocated to find out)."""
-    return need_bytes(plan(g, be))
+    return need_bytes(plan(g, be), g)
+
+
+def _user_rows(source):
+    """The split source's value where it is the user's memory, an input or a reshape of one
+    that is a view of it (its rows are read from there chunk by chunk), else None (it is
+    computed before the chunks)."""
+    if source.op == "input":
+        return source.attr("buf").value
+    if splitter.reshaped_input(source):
+        v = source.inputs[0].attr("buf").value
+        if isinstance(v, np.ndarray) and v.flags.c_contiguous:
+            return v.reshape(source.shape)
+    return None
 
 
 def _leaf_of(n, value):
@@ -140,7 +164,7 @@ def _stages(roots, split, be, plan) -> _Stages:
     cuts = [c for c, _ in split.cuts.values()]
     post = [r for r, a in zip(roots, split.root_axes) if a == splitter.CUT and id(r) not in
             split.cuts]
-    pre = ([split.source] if split.source.op != "input" else []) + split.frontier + \
+    pre = ([split.source] if _user_rows(split.source) is None else []) + split.frontier + \
         [r for r, a in zip(roots, split.root_axes) if a is None]
     pre = list({id(n): n for n in pre}.values())
     held = sum(n.nbytes for n in pre) + sum(c.nbytes for c in cuts) + \
@@ -154,15 +178,20 @@ def _stages(roots, split, be, plan) -> _Stages:
     return _Stages(split, deps, cuts, pre, post, held, pre_need, post_need)
 
 
-def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tuple[int, int]:
-    """(rows, need): the most rows a chunk may have whose need fits beside what is held, or
-    raise MemoryBudgetError naming the smallest budget that works."""
+def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be, plan,
+                per_row: int = 0) -> tuple[int, int]:
+    """(rows, need): the most rows a chunk may have whose need (and `per_row` bytes a row
+    besides) fits beside what is held, or raise MemoryBudgetError naming the smallest budget
+    that works."""
     stand = {id(n): _stand_in(n) for n in st.pre}
     split, n_rows = st.split, st.split.rows
-    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan)  # noqa: E731
-    # start from chunks whose biggest value is about split_size (the big values grow with the
-    # rows), then shrink until the chunk's plan fits beside what is held
-    biggest = max([n.nbytes for n in _made(program)] + [1])
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan) + \
+        rows * per_row  # noqa: E731
+    # start from chunks whose biggest value (or read of a mapped source) is about split_size
+    # (the big values grow with the rows), then shrink until the chunk's plan fits beside what
+    # is held
+    biggest = max([n.nbytes for n in _made(program)] + [1] +
+                  [split.source.nbytes] * mapped.frozen(_user_rows(split.source)))
     rows = max(1, min(n_rows, int(n_rows * budget.split_size / biggest)))
     need = need_of(rows)
     while st.held + need > budget.limit and rows > 1:
@@ -171,7 +200,7 @@ def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tup
         need = need_of(rows)
     if st.smallest(need) <= budget.limit:
         return rows, need
-    smallest = min(need_bytes(program), st.smallest(need_of(1)))
+    smallest = min(whole, st.smallest(need_of(1)))
     if st.held + need > budget.limit:
         why = (f"split into single rows along axis {split.axis} of {split.source.dtype}"
                f"{list(split.source.shape)} it still needs {fmt_bytes(st.held + need)}, "
@@ -181,10 +210,11 @@ def _chunk_rows(st: _Stages, program, budget: Budget, src_rows, be, plan) -> tup
         why = f"the values the chunks read whole need {fmt_bytes(st.pre_need)}"
     else:
         why = f"what follows the split reductions needs {fmt_bytes(st.held + st.post_need)}"
-    raise over_budget(program, budget, why, smallest)
+    raise over_budget(program, whole, budget, why, smallest)
 
 
-def run_split(roots, program, split, budget: Budget, be: str, execute, plan) -> list:
+def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
+              whole: int | None = None) -> list:
     """Evaluate roots within the budget by splitting them as the optimizer found (`split`, or
     None where nothing splits: opt/splitter.py), or raise MemoryBudgetError before anything is
     allocated. `execute(roots)` evaluates a graph.
@@ -193,32 +223,59 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan) -> 
     the chunks, each writing its rows of the row-wise outputs and adding its partial to each
     reduction over the rows (combined in chunk order); then the outputs computed from those
     combined reductions. The chunks and what follows them run within what the earlier stages
-    hold of the budget."""
+    hold of the budget. `whole`: what the program needs run whole (need_bytes), if known."""
+    if whole is None:
+        whole = need_bytes(program, roots)
     if split is None:
-        raise over_budget(program, budget, "no input or value has rows that every output "
-                          "follows, so it cannot be split", need_bytes(program))
+        raise over_budget(program, whole, budget, "no input or value has rows that every "
+                          "output follows, so it cannot be split", whole)
     split = split.on(roots)
     st = _stages(roots, split, be, plan)
     stand = {id(n): _stand_in(n) for n in st.pre}
-    source = split.source.attr("buf").value if split.source.op == "input" else \
-        stand[id(split.source)].attr("buf").value
-    rows, need = _chunk_rows(st, program, budget, _rows_of(source, split.axis), be, plan)
+    user = _user_rows(split.source)
+    source = user if user is not None else stand[id(split.source)].attr("buf").value
+    on = cluster.active()
+    if on is None:
+        rows, need = _chunk_rows(st, program, whole, budget, _rows_of(source, split.axis), be,
+                                 plan)
+    else:  # chunks sized to a worker, which holds what every chunk reads whole
+        rows_out = sum(r.nbytes for r, _ in st.deps)
+        keep = st.held > budget.limit and all(ax == 0 for _, ax in st.deps)
+        if st.held - keep * rows_out > budget.limit:
+            raise over_budget(program, whole, budget, f"the client holds {fmt_bytes(st.held)} "
+                              "through the chunks (the row-wise results, the values the chunks "
+                              "read whole)", st.held)
+        inputs = [n for n in toposort(roots) if n.op == "input" and n is not split.source]
+        on_worker = replace(st, held=sum(n.nbytes for n in st.pre + inputs))
+        # a worker holds its chunk's rows of the source too, made or fetched, then cut
+        rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
+                                 _rows_of(source, split.axis), be, plan,
+                                 2 * split.source.nbytes // max(split.rows, 1))
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:
         for n, buf in zip(st.pre, execute(st.pre)):
             realized[id(n)] = make("input", (), n.shape, n.dtype, (("buf", buf),))
         measured = STATS.measured_peak_bytes
-    if split.source.op != "input":
+    if user is None:
         source = realized[id(split.source)].attr("buf").value
     src_rows = _rows_of(source, split.axis)
-    outs = [np.empty(r.shape, r.dtype) for r, _ in st.deps]
+    outs = None if on is not None and keep else [np.empty(r.shape, r.dtype) for r, _ in st.deps]
     partial: list = [None] * len(st.cuts)
-    with beside(budget, st.held):
-        for lo in range(0, split.rows, rows):
-            _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
-            measured = max(measured, st.held + STATS.measured_peak_bytes)
-    result = {id(r): Buffer(o) for (r, _), o in zip(st.deps, outs)}
+    if on is not None:
+        shared = {id(n.attr("buf")) for n in toposort(roots) if n.op == "input"}
+        shared.update(id(r.attr("buf")) for r in realized.values())
+        g = st.chunk_graph(rows, 0, src_rows, realized)
+        names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
+        kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
+        measured = max(measured, st.held - keep * rows_out)
+    else:
+        with beside(budget, st.held):
+            for lo in range(0, split.rows, rows):
+                _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
+                measured = max(measured, st.held + STATS.measured_peak_bytes)
+    result = {id(r): Buffer(o) if outs is not None else kept[i]
+              for i, ((r, _), o) in enumerate(zip(st.deps, kept if outs is None else outs))}
     for c, v in zip(st.cuts, partial):
         realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
         result[id(c)] = realized[id(c)].attr("buf")

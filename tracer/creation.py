@@ -12,6 +12,8 @@ from tracer.cuda_kernels.threads import snapshot
 from . import graph as G
 from .array import lazy, ndarray
 from .fallback import FOREIGN_KINDS
+from .interchange import from_device
+from .mapped import frozen, held, leaf
 from .recording import traced
 from .store import Var
 from .view import laid_out
@@ -27,6 +29,13 @@ def _shape(shape) -> tuple[int, ...]:
     if any(s < 0 for s in shape):
         raise ValueError("negative dimensions are not allowed")
     return shape
+
+
+def _check_device(device) -> None:
+    """The array API's device=: None and "cpu" are NumPy's only device; anything else raises
+    NumPy's own error."""
+    if device is not None and not (type(device) is str and device == "cpu"):
+        np.empty(0, device=device)
 
 
 # strings, bytes, objects, records, dates: tracer does not record them; `np.array` of such
@@ -45,10 +54,12 @@ def array(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=N
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    _check_device(device)
     return array(a, dtype, copy=copy, order=order)
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    _check_device(device)
     return array(a, dtype, copy=copy, order=order, subok=True)
 
 
@@ -78,19 +89,29 @@ def _converted(a: ndarray, dtype, copy, order) -> ndarray:
 
 
 def _from_host(obj, dtype, copy, order, subok, ndmin):
-    """np.array of host data: a lazy leaf holding a copy, or NumPy's own array where tracer does
+    """np.array of host data: a lazy leaf holding a copy (or the array itself where no one can
+    write it: a read-only memmap, tracer/mapped.py), or NumPy's own array where tracer does
     not record the data (strings, objects, records, dates), subok keeps a NumPy subclass, or
     copy=False forbids the copy a lazy leaf is."""
+    if dtype is None and not ndmin and not isinstance(obj, ndarray) and \
+            hasattr(obj, "__cuda_array_interface__"):
+        out = from_device(obj, copy)  # a device array on the cuda backend: no host copy
+        if out is not None:
+            return out
     obj = host_values(obj)
     by_numpy = copy is False or isinstance(obj, np.ndarray) and (
         obj.dtype.kind in FOREIGN_KINDS or subok and type(obj) is not np.ndarray)
+    if not by_numpy and dtype is not None and frozen(obj) and np.dtype(dtype) != obj.dtype \
+            and np.dtype(dtype).kind not in FOREIGN_KINDS:  # a lazy conversion, not a copy now
+        return array(_from_host(obj, None, copy, order, subok, ndmin), dtype, copy=None,
+                     order=order)
     if by_numpy:  # NumPy's own array, aliasing and errors (copy=False where a copy is needed)
         h = np.array(obj, dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
     else:
-        h = snapshot(obj, dtype)
+        h = held(obj, dtype)
     if copy is False or h.dtype.kind in FOREIGN_KINDS or type(h) is not np.ndarray:
         return h if by_numpy else np.array(h, copy=None, order=order, ndmin=ndmin)
-    out = laid_out(ndarray(Var(G.leaf(snapshot(h) if by_numpy else h))), order)
+    out = laid_out(ndarray(Var(G.leaf(snapshot(h)) if by_numpy else leaf(h))), order)
     if out.ndim < ndmin:
         out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
     out._arr0 = True
@@ -112,6 +133,7 @@ def _check_size(shape: tuple[int, ...], dt: np.dtype) -> None:
 
 @traced
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    _check_device(device)
     shape = _shape(shape)
     if dtype is None and not isinstance(fill_value, ndarray) and \
             np.array(fill_value).dtype.kind in FOREIGN_KINDS:  # 2**64: objects, as np.array
@@ -137,16 +159,16 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
 
 
 def zeros(shape, dtype=float, order="C", *, device=None, like=None):
-    return full(shape, 0, dtype, order)
+    return full(shape, 0, dtype if dtype is not None else float, order, device=device)
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
-    return full(shape, 1, dtype if dtype is not None else float, order)
+    return full(shape, 1, dtype if dtype is not None else float, order, device=device)
 
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None):
     """Like zeros: a lazy empty array costs nothing until written, and zero is a safe value."""
-    return full(shape, 0, dtype, order)
+    return full(shape, 0, dtype if dtype is not None else float, order, device=device)
 
 
 def _like(fn, a, dtype, shape, *args, order="K"):
@@ -156,28 +178,34 @@ def _like(fn, a, dtype, shape, *args, order="K"):
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(zeros, a, dtype, shape, order=order)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(ones, a, dtype, shape, order=order)
 
 
 def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(empty, a, dtype, shape, order=order)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _check_device(device)
     return _like(full, a, dtype, shape, fill_value, order=order)
 
 
 def arange(*args, dtype=None, device=None, like=None, **kw):
+    _check_device(device)
     args = [np.asarray(x).item() if isinstance(x, ndarray) else x for x in args]
     return ndarray(Var(G.leaf(np.arange(*args, dtype=dtype, **kw))))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
+    _check_device(device)
     r = np.linspace(host_values(start), host_values(stop), num, endpoint, retstep, dtype, axis)
     if retstep:
         return ndarray(Var(G.leaf(r[0]))), r[1]
@@ -185,6 +213,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
+    _check_device(device)
     return ndarray(Var(G.leaf(np.eye(N, M, k, dtype))))
 
 

@@ -18,6 +18,7 @@ from tracer.ir.config import CONFIG
 from . import budget
 from .array import ndarray, stands_for_scalar
 from .eager import _NUMBERS, NO, _argument, _new, _realized, call, host, operand
+from .interchange import Alias
 from .store import _PENDING, LOCK, Var, any_pending, flush, own
 from .view import KeyView
 
@@ -230,8 +231,9 @@ def _owned(a: ndarray) -> np.ndarray | None:
         buf = node.attrs[0][1] if node.op == "input" else None
         if buf is not None and buf.owner == id(var) and buf.value is buf.host:
             return buf.host
-    if _bitcast(view.steps):
-        return None  # a view through a dtype change may be a copy on the host
+    if _bitcast(view.steps) or type(var) is Alias:
+        return None  # a view through a dtype change may be a copy on the host; borrowed
+        # memory is written by Alias.assign (recorded, then evaluated at once)
     if _realized(a) is None:
         return None
     if any_pending():  # a pending graph may read this buffer: its value is computed first

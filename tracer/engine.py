@@ -22,7 +22,8 @@ from tracer.ir.interp import _may_raise, run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
-from . import budget, budgeted, debug, plans
+from tracer.opt.rewrite import rebuild, with_inputs
+from . import budget, budgeted, dask_cluster, debug, plans
 
 
 def backend() -> str:
@@ -250,6 +251,8 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
     donated); then `take(i, buf)` is called for each root i whose buffer is one no other
     holds."""
     STATS.evaluations += 1
+    if dask_cluster._REMOTE and dask_cluster.remote_leaves(roots):  # (none: one len())
+        return _on_cluster(roots)
     if small:
         return interpret(roots, may_write, take)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
@@ -304,6 +307,28 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
         for k in program.kernels:
             log.debug(f"kernel {k.name}\n{k.source}")
     return bufs
+
+
+def _on_cluster(roots: list[Node]) -> list:
+    """A graph that reads values held on a Dask cluster: split along the rows of one of them,
+    each chunk a task beside its rows (tracer/dask_cluster.py)."""
+    split, first = dask_cluster.split_of(roots)
+    if split is None:  # reductions whose results meet the rows again (x - x.mean()): first
+        done = {id(n): make("input", (), n.shape, n.dtype, (("buf", b),))
+                for n, b in zip(first, execute(first))}
+        return execute(rebuild(roots, lambda n, ins: done.get(id(n)) or with_inputs(n, ins)))
+    be = backend()
+    plan_of = lambda g, b: plan(g, b)[0]  # noqa: E731
+    return budgeted.run_split(roots, plan_of(roots, be), split, budget.active(), be, execute,
+                              plan_of)
+
+
+def chunk_task(*args) -> dict:
+    """One chunk of a tracer.cluster evaluation, on a worker (sent by this name)."""
+    return dask_cluster.run_task(execute, *args)
+
+
+dask_cluster.TASK[0] = chunk_task
 
 
 def run(program, bind, graph, split=None) -> list:

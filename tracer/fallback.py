@@ -10,12 +10,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tracer.cuda_kernels.threads import snapshot
 from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from . import debug
-from . import graph as G
 from .array import ndarray
+from .mapped import held, leaf
 from .store import Var, to_numpy
 from .write import write_all
 
@@ -51,12 +50,20 @@ QUIET = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "load
                    "ndarray.dumps"})
 
 
-def _nothing_to_fuse(name: str, fn) -> bool:
-    """File I/O, or a ufunc that is not NumPy's own (scipy.special's, say), or its method."""
-    if name in QUIET:
+def _nothing_to_fuse(name: str, fn, args=()) -> bool:
+    """File I/O, a ufunc that is not NumPy's own (scipy.special's, say) or its method, or a call
+    that another library's array in `args` takes over (a pandas Series: the result is its own)."""
+    if name in QUIET or any(map(_of_another_library, args)):
         return True
     uf = fn if isinstance(fn, np.ufunc) else getattr(fn, "__self__", None)
     return isinstance(uf, np.ufunc) and getattr(np, uf.__name__, None) is not uf
+
+
+def _of_another_library(x) -> bool:
+    """An object that answers NumPy's protocols itself (pandas, xarray, dask): not NumPy's
+    array or scalar, not tracer's."""
+    return (hasattr(type(x), "__array_ufunc__") or hasattr(type(x), "__array_function__")) \
+        and not isinstance(x, (np.ndarray, np.generic, ndarray))
 
 
 def coverage_report() -> str:
@@ -115,7 +122,7 @@ def numpy_operator(a: ndarray, dunder: str, other):
     r = getattr(host, dunder)(other)
     if r is NotImplemented:
         return r
-    count_fallback(f"ndarray.{dunder}")
+    count_fallback(f"ndarray.{dunder}", _of_another_library(other))
     if r is host:
         write_all(a, host)
         return a
@@ -135,11 +142,11 @@ def _wrap(x):
 
 
 def _leaf_from_numpy(a: np.ndarray) -> Node:
-    return G.leaf(snapshot(a))
+    return leaf(held(a))
 
 
 def fallback_call(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
-    count_fallback(name, _nothing_to_fuse(name, fn))
+    count_fallback(name, _nothing_to_fuse(name, fn, (*args, *kwargs.values())))
     out = kwargs.get("out")
     if isinstance(out, ndarray):  # NumPy fills a host copy, written back through the lazy array
         host = np.array(to_numpy(out))

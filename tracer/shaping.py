@@ -4,6 +4,7 @@ evaluates. Shapes and errors come from running NumPy's own function on a stand-i
 is simpler (`proxy`)."""
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -314,9 +315,10 @@ def tensordot(a, b, axes=2):
         raise ValueError("shape-mismatch for sum")
     free_a = [i for i in range(a.ndim) if i not in axes_a]
     free_b = [i for i in range(b.ndim) if i not in axes_b]
-    k = int(np.prod([a.shape[i] for i in axes_a]))
-    at = transpose(a, free_a + axes_a).reshape(-1, k)
-    bt = transpose(b, axes_b + free_b).reshape(k, -1)
+    k = math.prod(a.shape[i] for i in axes_a)
+    # sizes, not -1: either side may be empty (Dask's 0-size metas)
+    at = transpose(a, free_a + axes_a).reshape(math.prod(a.shape[i] for i in free_a), k)
+    bt = transpose(b, axes_b + free_b).reshape(k, math.prod(b.shape[i] for i in free_b))
     return matmul(at, bt).reshape([a.shape[i] for i in free_a] + [b.shape[i] for i in free_b])
 
 

@@ -13,8 +13,10 @@ import weakref
 
 import numpy as np
 
+from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.backends import to_host
-from tracer.ir.node import Node, host_leaf, make_leaf, toposort
+from tracer.cuda_kernels.cuda.memory import LIVE as _BORROWED, Borrowed, overlaps_borrowed
+from tracer.ir.node import Buffer, Node, host_leaf, make_leaf, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.catalogue import py_slice
 from . import budget, debug
@@ -45,11 +47,14 @@ class Var:
     """A base buffer: its current value as a node. Writes replace `node` and bump `version`."""
 
     __slots__ = ("node", "version", "owner", "__weakref__")
+    borrows = False  # whether a Borrowed leaf is this base's own memory (interchange.Alias)
 
     def __init__(self, node: Node):
         if node.op != "input":
             node = debug.recorded(node)
         else:
+            if BORROWED_SET:
+                node = _unborrowed(node, self)
             shared(node.attrs[0][1], self)
         self.node = node
         self.owner = None  # the array that owns this buffer (weak): views' `.base`
@@ -61,6 +66,8 @@ class Var:
         if node.op != "input":
             node = debug.recorded(node)
         else:
+            if BORROWED_SET:
+                node = _unborrowed(node, self)
             shared(node.attrs[0][1], self)
         with LOCK:
             self.node = node
@@ -70,6 +77,26 @@ class Var:
 
 
 NODE_SLOT = Var.node  # Var's own slot, under HostVar's property
+
+
+def _unborrowed(leaf: Node, var: Var) -> Node:
+    """leaf, or a leaf holding a copy of it where it is memory another library owns and var
+    is not the base over it (`x.copy()` of such a base, which the optimizer made the leaf
+    itself): only that base sees the producer's later writes."""
+    buf = leaf.attrs[0][1]
+    if var.borrows or type(buf) is not Borrowed:
+        return leaf
+    return make_leaf(leaf.shape, leaf.dtype, copy_of(buf.value))
+
+
+def copy_of(v) -> Buffer:
+    """A buffer holding a copy of host or device array v, on the same side."""
+    if isinstance(v, np.ndarray):
+        return Buffer(np.array(v, copy=True))
+    be = backends.get("cuda")
+    out = be.empty(tuple(v.shape), v.dtype)
+    out.copy_to_device(be.contiguous(v), stream=be.stream())
+    return Buffer(out)
 
 
 class HostVar(Var):
@@ -181,6 +208,34 @@ def _note_pending(v: Var) -> None:
     _pending_nodes += 1
     if _pending_nodes > CONFIG.flush_nodes:
         flush()
+    if BORROWED_SET and reads_borrowed(v.node):
+        evaluate_vars([v])
+
+
+# ---- memory other libraries own (tracer/interchange.py)
+BORROWED_SET = _BORROWED.data  # (the WeakSet's own set: a cheap test in the hot paths)
+_CLEAN: "weakref.WeakSet[Node]" = weakref.WeakSet()  # graph nodes found to read none of it
+
+
+def reads_borrowed(node: Node) -> bool:
+    """Whether node's value reads memory another library owns (a Borrowed leaf): such a value
+    is computed when it is recorded, as NumPy computes it, for the producer may write the
+    memory at any time after. Each node is walked once (_CLEAN)."""
+    stack, seen, walked = list(node.inputs), set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or n in _CLEAN:
+            continue
+        seen.add(id(n))
+        if n.op == "input":
+            if type(n.attrs[0][1]) is Borrowed:
+                return True
+            continue
+        walked.append(n)
+        stack.extend(n.inputs)
+    for n in walked:
+        _CLEAN.add(n)
+    return False
 
 
 def flush() -> None:
@@ -308,6 +363,8 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
             group = [v for v, h in zip(group, hit) if not h]
             continue
         for v, n, buf in zip(group, nodes, bufs):
+            if BORROWED_SET and overlaps_borrowed(buf):  # a result is never memory another
+                buf = copy_of(buf.value)  # library may write
             if buf.owner is not None or _OWNED.data:
                 shared(buf, v)  # an output may be an input's buffer, or a view of it
             if v.node is n:

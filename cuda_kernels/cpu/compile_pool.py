@@ -49,6 +49,9 @@ def workers() -> int:
     the NumPy tier in tiered mode."""
     if CONFIG.compile_workers >= 0:
         return CONFIG.compile_workers
+    mp = sys.modules.get("multiprocessing")  # (imported in any process it started)
+    if mp is not None and mp.current_process().daemon:
+        return 0  # a daemon may not start processes (a Dask worker, a multiprocessing pool's)
     return max(1, min(os.cpu_count() or 1, 8) - 1)
 
 

@@ -69,7 +69,7 @@ from ..planning import acc_dtype, find_reduce, is_arg, row_plan
 from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
 from .index import device_gather, device_scatter, gen_index
-from .memory import DevicePool, Staging, cstrides
+from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
 from .sim import sim_math
 from .toolchain import device_api
 
@@ -218,9 +218,37 @@ class CudaBackend(Backend):
             self._check_poison(buf.value)
         if isinstance(buf.value, (np.ndarray, np.generic)):
             host = np.asarray(buf.value)
+            if type(buf) is Borrowed:  # memory its producer may write: uploaded anew each run
+                return self.from_host(host)
             buf.value = self.from_host(host)
             buf.host = host
         return buf.value
+
+    # ---- device memory other libraries hand in and take (tracer/interchange.py)
+    def stream_handle(self) -> int | None:
+        """The stream's handle as the CUDA array interface and DLPack give it; None under
+        the simulator, whose launches are done when they return."""
+        return None if CONFIG.cuda_sim else int(self.stream())
+
+    def device_id(self) -> int:
+        return 0 if CONFIG.cuda_sim else int(self._api().get_current_device().id)
+
+    def interface(self, arr) -> dict:
+        """`__cuda_array_interface__` of a device array this backend made."""
+        return interface(arr, self.stream_handle())
+
+    def from_interface(self, desc: dict, owner):
+        """A device array over another library's device memory (no copy)."""
+        return from_interface(desc, owner, self._api(), CONFIG.cuda_sim)
+
+    def order_before(self, stream) -> None:
+        """Work the consumer enqueues on `stream` (a handle; 1, 2: the legacy and per-thread
+        default streams) runs after the work queued here: an event, no host wait."""
+        if CONFIG.cuda_sim:
+            return
+        ev = self._event()
+        ev.record(self.stream())
+        ev.wait(self._cuda.external_stream(stream))
 
     def to_host(self, x) -> np.ndarray:
         """x's values: the host waits for the work queued before (and raises a device error

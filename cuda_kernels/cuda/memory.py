@@ -8,10 +8,13 @@ array is recognized by identity (a weak reference), never by a reused `id`.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import weakref
 
 import numpy as np
+
+from tracer.ir.node import Buffer
 
 
 def cstrides(shape) -> list[int]:
@@ -110,3 +113,91 @@ class Staging:
         """The stream has been synchronized: every upload is done."""
         for entry in self._bufs:
             entry[1] = None
+
+
+class Borrowed(Buffer):
+    """A leaf's memory that another library owns (DLPack, the CUDA array interface): the
+    producer may write it at any time, so no copy of it is kept beside it (a host value is
+    uploaded at each evaluation that needs it on the device, a device value copied back at
+    each read). `keep` holds what keeps the memory alive (the producer, a DLPack capsule's
+    tensor)."""
+
+    __slots__ = ("keep",)
+
+    def __init__(self, value, keep):
+        super().__init__(value)
+        self.keep = keep
+        LIVE.add(self)
+
+    @property
+    def host(self):
+        v = self.value
+        return v if isinstance(v, np.ndarray) else None
+
+    @host.setter
+    def host(self, value) -> None:
+        pass  # (see the class: nothing is cached)
+
+
+LIVE: "weakref.WeakSet[Borrowed]" = weakref.WeakSet()  # the Borrowed buffers alive
+
+
+def overlaps_borrowed(buf: Buffer) -> bool:
+    """Whether an evaluation's result lies (in part) in borrowed memory (a copy the optimizer
+    dropped, a view): the caller copies it, for a result is the value when it was computed,
+    which the producer's later writes must not change."""
+    return any(b is not buf and _overlap(buf.value, b.value) for b in list(LIVE))
+
+
+def _span(arr) -> tuple[int, int]:
+    d = interface(arr, None)
+    st = d["strides"] or [s * arr.dtype.itemsize for s in cstrides(d["shape"])]
+    lo = d["data"][0] + sum((n - 1) * s for n, s in zip(d["shape"], st) if s < 0)
+    hi = d["data"][0] + sum((n - 1) * s for n, s in zip(d["shape"], st) if s > 0)
+    return lo, hi + arr.dtype.itemsize
+
+
+def _overlap(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+            np.may_share_memory(a, b)
+    if not hasattr(a, "copy_to_host") or not a.size or not b.size:
+        return False
+    (alo, ahi), (blo, bhi) = _span(a), _span(b)
+    return alo < bhi and blo < ahi
+
+
+def interface(arr, stream: int | None) -> dict:
+    """The CUDA array interface (v3) of device array `arr`, read-only (tracer's values are
+    shared snapshots), to be used after the work queued on `stream`. Under the simulator a
+    device array wraps host memory: its address is what the interface gives."""
+    core = getattr(arr, "_ary", None)
+    if core is not None:  # the simulator's FakeCUDAArray
+        ptr, strides = core.__array_interface__["data"][0], core.strides
+        contiguous = core.flags.c_contiguous
+    else:
+        ptr = arr.device_ctypes_pointer.value or 0
+        strides, contiguous = arr.strides, arr.is_c_contiguous()
+    return {"shape": tuple(arr.shape), "typestr": arr.dtype.str, "version": 3,
+            "strides": None if contiguous else tuple(strides), "data": (ptr, True),
+            "stream": stream}
+
+
+def from_interface(desc: dict, owner, api, sim: bool):
+    """A device array over the memory a CUDA array interface describes, with no copy. Under
+    the simulator the address is host memory (the simulator's device memory is), viewed
+    where it lies."""
+    if desc.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported")
+    if not sim:
+        return api.from_cuda_array_interface(desc, owner=owner, sync=True)
+    dtype = np.dtype(desc["typestr"])
+    shape = tuple(desc["shape"])
+    strides = desc.get("strides") or tuple(s * dtype.itemsize for s in cstrides(shape))
+    span = 0 if 0 in shape else \
+        sum((d - 1) * abs(s) for d, s in zip(shape, strides)) + dtype.itemsize
+    ptr = desc["data"][0]
+    low = ptr + sum((d - 1) * s for d, s in zip(shape, strides) if s < 0)
+    mem = np.frombuffer((ctypes.c_char * max(span, 1)).from_address(low), np.uint8)
+    host = np.ndarray(shape, dtype, buffer=mem, offset=ptr - low, strides=strides)
+    return api.cudadrv.devicearray.FakeCUDAArray(host)

@@ -47,7 +47,8 @@ def test_the_array_api_namespace_and_device_need_no_evaluation():
     import tracer
     t = np.arange(3.0) * 2
     before = tracer.stats().evaluations
-    assert t.__array_namespace__() is np and t.__array_namespace__(api_version="2023.12") is np
+    xp = t.__array_namespace__()  # tracer.numpy's functions with the standard's results
+    assert xp is t.__array_namespace__(api_version="2023.12") and xp.add is not None
     assert np.__array_api_version__ == "2024.12"
     assert t.device == numpy.arange(3.0).device == "cpu" and t.to_device("cpu") is t
     assert tracer.stats().evaluations == before

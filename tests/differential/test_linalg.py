@@ -171,8 +171,9 @@ def test_linalg_errors_and_fallbacks():
     assert np.linalg.LinAlgError is numpy.linalg.LinAlgError
     with pytest.raises(numpy.linalg.LinAlgError, match="Singular matrix"):
         np.linalg.inv(np.zeros((2, 2)))
-    with pytest.warns(tracer.TracerFallbackWarning):
-        got = np.linalg.cross(np.asarray(M[:, :3]), np.asarray(S))
+    before = tracer.stats().fallbacks
+    got = np.linalg.cross(np.asarray(M[:, :3]), np.asarray(S))  # lazy since issue 22
+    assert tracer.stats().fallbacks == before
     check(got, numpy.linalg.cross(M[:, :3], S))
 
 
