@@ -46,6 +46,9 @@ class Program:
     fast: list | None = None  # the steps of a warm run (_fast_steps), made at its first
     warm: bool = False  # every kernel has been compiled once (none compiles at its launch)
     last_run: dict | None = None  # device counters of its last run (DEVICE_COUNTERS; cuda)
+    # per root: True where its buffer is its own (a new one, or a donated leaf's written in
+    # place), else the id of the leaf whose buffer it views, else None (MemoryPlan's)
+    root_storage: tuple = ()
 
     @property
     def storage_roots(self) -> set[int]:
@@ -99,7 +102,7 @@ def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program
     kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
     return Program(list(roots), order, kernels, kernel_of, backend, memory.peak, memory.copied,
                    interpreted, consts_of, set(memory.inplace), fills, _dead_after(order, roots),
-                   memory.freed_after)
+                   memory.freed_after, root_storage=memory.root_storage)
 
 
 def compile(program: Program) -> None:

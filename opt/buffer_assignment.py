@@ -20,13 +20,15 @@ from .rewrite import order_of
 @dataclass(frozen=True)
 class MemoryPlan:
     """What lowering needs of the final graph's liveness, by node id (no node is held: the
-    table below is weak): planned peak, bytes updates copy, the updates in place, and per
-    position of toposort(roots) the storages that die there."""
+    table below is weak): planned peak, bytes updates copy, the updates in place, per
+    position of toposort(roots) the storages that die there, and per root whether its
+    storage is its own (Storage.root_storage)."""
     roots: tuple[int, ...]
     peak: int
     copied: int
     inplace: frozenset
     freed_after: list
+    root_storage: tuple = ()
 
 
 _PLANS: "weakref.WeakKeyDictionary[Node, MemoryPlan]" = weakref.WeakKeyDictionary()
@@ -43,7 +45,7 @@ def memory_plan(roots: list[Node], order: list[Node]) -> MemoryPlan:
     inplace, copied = st.walk_updates(lambda n: bool(n.attr("inplace")),
                                       lambda n, k: n.attr("reuse") == k)
     return MemoryPlan(tuple(id(r) for r in roots), st.peak(), copied, frozenset(inplace),
-                      st.freed_after())
+                      st.freed_after(), st.root_storage())
 
 
 def buffer_assignment(roots: list[Node]) -> list[Node]:
@@ -73,5 +75,7 @@ def buffer_assignment(roots: list[Node]) -> list[Node]:
     if out:  # the rebuilt graph has the same toposort order: positions carry over
         _PLANS[out[0]] = MemoryPlan(tuple(id(r) for r in out), st.peak(), copied,
                                     frozenset(id(new[i]) for i in inplace),
-                                    [[id(new[s]) for s in at] for at in st.freed_after()])
+                                    [[id(new[s]) for s in at] for at in st.freed_after()],
+                                    tuple(s if s is True or s is None else id(new[s])
+                                          for s in st.root_storage()))
     return out

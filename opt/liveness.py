@@ -3,12 +3,16 @@ buffer assignment (which decides which updates run in place) and the executor (w
 memory and runs the updates).
 
 Views share their input's storage. An update (slice write, scatter) may run in place when the
-storage it updates was made by this graph, is not a result, is read by nothing after it, is
-not reached through a broadcast, and is not also one of the update's other operands: its
-result then is that storage, so a chain of row writes into one buffer copies nothing.
+storage it updates was made by this graph or is a donated leaf, is not a result, is read by
+nothing after it, is not reached through a broadcast, and is not also one of the update's other
+operands: its result then is that storage, so a chain of row writes into one buffer copies
+nothing. A donated leaf (attribute `donated`, set by the engine) is an input buffer that no one
+outside this graph can observe (tracer/store.py writable_leaves): it may be updated as if this
+graph had made it, but it is never freed nor counted in the peak (it is the caller's).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from tracer.ir.node import Node, toposort
@@ -33,6 +37,10 @@ class Storage:
     bcast: set[int] = field(default_factory=set)    # views through a broadcast (read-only)
     last: dict[int, int] = field(default_factory=dict)  # storage -> position of last reader
     made: set[int] = field(default_factory=set)     # values this graph allocates
+    donated: set[int] = field(default_factory=set)  # leaves it may update in place
+    written: set[int] = field(default_factory=set)  # donated leaves written in place
+    inputs: set[int] = field(default_factory=set)   # its input leaves
+    new: set[int] = field(default_factory=set)      # made values that are new arrays at run time
 
     def __post_init__(self):
         for n in self.order:
@@ -42,6 +50,12 @@ class Storage:
                     self.bcast.add(id(n))
             elif not is_kind(n, Kind.LEAF):
                 self.made.add(id(n))
+                if is_kind(n, *_NEW_KINDS) or n.op in ("output", "concatenate"):
+                    self.new.add(id(n))
+            elif n.op == "input":
+                self.inputs.add(id(n))
+                if n.attr("donated"):
+                    self.donated.add(id(n))
         for pos, n in enumerate(self.order):
             for i in n.inputs:
                 self.last[self.find(id(i))] = pos
@@ -67,9 +81,10 @@ class Storage:
             keep.add(s)
 
     def reusable_param(self, n: Node, pos: int, keep: set[int]) -> int | None:
-        """For an elementwise fusion: a param whose buffer this graph made, that dies here, is
-        no view (but a reshape), has the result's type and is read once, so the kernel can
-        write its result there (each element is read before it is written)."""
+        """For an elementwise fusion: a param whose buffer this graph made (or a donated
+        leaf's), that dies here, is no view (but a reshape), has the result's type and is read
+        once, so the kernel can write its result there (each element is read before it is
+        written)."""
         if not is_kind(n, Kind.FUSION) or not _elementwise(n.attr("body")):
             return None
         for k, p in enumerate(n.inputs):
@@ -77,7 +92,8 @@ class Storage:
             while q.op == "reshape":  # a reshape of a fresh buffer keeps its element order
                 q = q.inputs[0]
             s = self.find(id(p))
-            if s == id(q) and s in self.made and s not in keep and self.last.get(s) == pos and \
+            if s == id(q) and (s in self.made or s in self.donated) and s not in keep and \
+                    self.last.get(s) == pos and \
                     p.size == n.size and p.dtype == n.dtype and \
                     sum(self.find(id(i)) == s for i in n.inputs) == 1:
                 return k
@@ -96,20 +112,36 @@ class Storage:
             if reuse is not None and is_kind(n, Kind.FUSION):
                 k = self.reusable_param(n, pos, keep)
                 if k is not None and reuse(n, k):
-                    self._merge(n, self.find(id(n.inputs[k])), pos, keep)
+                    s = self.find(id(n.inputs[k]))
+                    if s in self.donated:
+                        self.written.add(s)
+                    self._merge(n, s, pos, keep)
                 continue
             if not _update(n):
                 continue
             s = self.find(id(n.inputs[0]))
-            can = s in self.made and s not in keep and self.last.get(s) == pos and \
-                id(n.inputs[0]) not in self.bcast and \
+            can = (s in self.made or s in self.donated) and s not in keep and \
+                self.last.get(s) == pos and id(n.inputs[0]) not in self.bcast and \
                 all(self.find(id(i)) != s for i in n.inputs[1:])
             if can and decide(n):
                 inplace.add(id(n))
+                if s in self.donated:
+                    self.written.add(s)
                 self._merge(n, s, pos, keep)
             elif s in self.made or not consts_only(n.inputs[0]):
                 copied += n.inputs[0].nbytes
         return inplace, copied
+
+    def root_storage(self) -> tuple:
+        """Per root, after walk_updates: True where its storage is its own, a new array of
+        this graph's (not what an interpreted op made: NumPy may hand back a view of its
+        operand) or a donated leaf written in place, and no other root's: the caller may take
+        it as a buffer no one else holds; else the id of the leaf it lives in (a view of
+        it), else None."""
+        found = [self.find(id(r)) for r in self.roots]
+        count = Counter(found)
+        return tuple(True if (s in self.new or s in self.written) and count[s] == 1 else
+                     s if s in self.inputs else None for s in found)
 
     def freed_after(self) -> list[list[int]]:
         """Per position: the buffers this graph made that die there (no reader, view or
@@ -137,6 +169,11 @@ class Storage:
                 if self.last.get(i) == pos and i in size:
                     live -= size.pop(i)
         return peak
+
+
+# the kinds whose values are new arrays on every backend (kernels' outputs, updates, library
+# routines): the other ops a backend does not run itself may return a view of an operand
+_NEW_KINDS = (Kind.FUSION, Kind.UPDATE, Kind.SCATTER, Kind.CONTRACTION, Kind.LIBRARY)
 
 
 def _elementwise(body: Node) -> bool:

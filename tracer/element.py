@@ -147,8 +147,10 @@ def writer(fallback):
                 try:
                     if not _PENDING and type(var) is Var:
                         node = var.node
-                        if node.op == "input" and node.attrs[0][1].owner == id(var):
-                            node.attrs[0][1].host[key] = value
+                        buf = node.attrs[0][1] if node.op == "input" else None
+                        # (a buffer on the device is written there: its host copy never)
+                        if buf is not None and buf.owner == id(var) and buf.value is buf.host:
+                            buf.host[key] = value
                             return None
                 finally:
                     _release()
@@ -226,8 +228,9 @@ def _owned(a: ndarray) -> np.ndarray | None:
     var = a._var
     if not _PENDING and type(var) is Var and not view.steps:  # the usual write: into a
         node = var.node  # buffer it owns (an owned buffer is a writeable copy)
-        if node.op == "input" and node.attrs[0][1].owner == id(var):
-            return node.attrs[0][1].host
+        buf = node.attrs[0][1] if node.op == "input" else None
+        if buf is not None and buf.owner == id(var) and buf.value is buf.host:
+            return buf.host
     if _bitcast(view.steps) or type(var) is Alias:
         return None  # a view through a dtype change may be a copy on the host; borrowed
         # memory is written by Alias.assign (recorded, then evaluated at once)
@@ -240,7 +243,9 @@ def _owned(a: ndarray) -> np.ndarray | None:
         if any_pending():  # a value whose evaluation failed (it raises where it is read)
             return None
     buf = var.node.attrs[0][1]
-    if buf.owner != id(var) or not buf.host.flags.writeable:  # copy on the first write
+    # copy on the first write, and where the values are on the device (their host copy
+    # would go stale)
+    if buf.owner != id(var) or buf.value is not buf.host or not buf.host.flags.writeable:
         leaf = var.node
         buf = Buffer(np.array(buf.host, copy=True))
         var.node = make("input", (), leaf.shape, leaf.dtype, (("buf", buf),))

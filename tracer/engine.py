@@ -18,7 +18,7 @@ from tracer.ir import log
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
-from tracer.ir.interp import run_graph
+from tracer.ir.interp import _may_raise, run_graph
 from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
@@ -106,11 +106,14 @@ def _optimize_lower(roots: list[Node], be: str, record: bool | None = None,
     return lower(res.roots, be, memory_plan(res.roots, res.order), res.order), res
 
 
-def lookup(roots: list[Node], be: str):
+def lookup(roots: list[Node], be: str, may_write=None):
     """(entry, hit, leaves, params): the cached plan for this graph (made on a miss), the
     graph's leaves in the order of entry.slots and the buffers of entry.params (the values
-    it lifted); None when the graph cannot be cached."""
-    key, values, holders, leaves, order, _ = plans.signature(roots, be)
+    it lifted); None when the graph cannot be cached. `may_write`: see donated()."""
+    key, values, holders, leaves, order, bufs = plans.signature(roots, be)
+    donate = donated(leaves, bufs, order, may_write)
+    if donate:  # a plan that updates these leaves in place serves only where they are donated
+        key = (key, donate)
     try:
         found = plans.find(key, values)
     except TypeError:  # an unhashable attribute
@@ -120,19 +123,23 @@ def lookup(roots: list[Node], be: str):
     lift = plans.to_lift(key, values)
     slot_roots, slots, params, slot_order = plans.with_slots(
         roots, leaves, order, [holders[k] for k in lift])
+    if donate:
+        slot_roots, slot_order, new = _donate(slot_roots, slot_order, [slots[k] for k in donate])
+        slots = [new.get(id(s), s) for s in slots]
     program, res = _optimize_lower(slot_roots, be, order=slot_order)
     entry = plans.Entry(program, slots, res, params, lift, len(values))
     plans.put(key, values, entry)
     return entry, False, leaves, entry.param_buffers(values)
 
 
-def plan(roots: list[Node], be: str):
+def plan(roots: list[Node], be: str, may_write=None):
     """(program, res, bind, split): the program that computes the roots (no compile started),
     the optimizer's result (None on a cache hit), the leaf buffers to bind to its slots, and
-    the optimizer's split (under a memory budget; of the cached plan's graph on a hit)."""
-    found = lookup(roots, be) if not CONFIG.dump_dir else None
+    the optimizer's split (under a memory budget; of the cached plan's graph on a hit).
+    `may_write`: see donated()."""
+    found = lookup(roots, be, may_write) if not CONFIG.dump_dir else None
     if found is None:
-        program, res = _optimize_lower(roots, be)
+        program, res = _optimize_lower(_donated_graph(roots, may_write), be)
         return program, res, None, res.split
     entry, hit, leaves, params = found
     bind = dict(zip(entry.slot_ids, [leaf.attrs[0][1] for leaf in leaves]))
@@ -140,16 +147,94 @@ def plan(roots: list[Node], be: str):
     return entry.program, (None if hit else entry.res), bind, entry.res.split
 
 
-def explain(roots: list[Node]):
+def explain(roots: list[Node], may_write=None):
     """(res, program, small): what evaluating the roots would do, nothing compiled or run:
     the roots that run by NumPy op by op (small), and the optimizer's result and the lowered
-    program of the others (None, None when there are none)."""
+    program of the others (None, None when there are none). `may_write`: see donated()."""
     small = small_roots(roots)
     big = [r for r, s in zip(roots, small) if not s]
     if not big:
         return None, None, small
-    program, res = _optimize_lower(big, backend(), record=True)
+    program, res = _optimize_lower(_donated_graph(big, may_write), backend(), record=True)
     return res, program, small
+
+
+# ------------------------------------------------------------------ donated leaves
+
+def donated(leaves: list[Node], bufs: list, order: list[Node], may_write) -> tuple[int, ...]:
+    """The positions among `leaves` (their buffers `bufs`; `order`: the graph's toposort) of
+    the leaves this evaluation may write into, as XLA's donated buffers: `may_write` allows
+    it (the evaluated variables alone hold the buffer and nothing outside the graph reads
+    it: store.writable_leaves), and no op of the graph may raise (the evaluation of what did
+    not fail runs again from the leaves, as the interpreter's). Not under a memory budget
+    nor with NaN checks (they run again too). Buffer assignment decides which writes go
+    there (opt/liveness.py: slice writes, scatters, elementwise kernels over a dying
+    operand), so `x[k] = v` and `x += y` on a realized x write into x's buffer."""
+    if may_write is None:
+        return ()
+    for b in bufs:
+        if b.owner is not None:
+            break
+    else:  # (the usual case: no leaf is any variable's own)
+        return ()
+    if CONFIG.check_nans or budget.active() is not None:
+        return ()
+    out = tuple(k for k, (leaf, b) in enumerate(zip(leaves, bufs))
+                if b.owner is not None and may_write(leaf))
+    return () if out and any(map(_may_raise, order)) else out
+
+
+def _donated_graph(roots: list[Node], may_write) -> list[Node]:
+    """The roots with their donated leaves marked (where the plan is not cached)."""
+    if may_write is None:
+        return roots
+    order = toposort(roots)
+    leaves = [n for n in order if n.op == "input"]
+    donate = donated(leaves, [n.attrs[0][1] for n in leaves], order, may_write)
+    return _donate(roots, order, [leaves[k] for k in donate])[0] if donate else roots
+
+
+def _donate(roots: list[Node], order: list[Node], leaves: list[Node]):
+    """(roots, order, {id(leaf): its donated leaf}): the graph with these leaves marked
+    `donated` (the same buffer: buffer assignment may update it in place)."""
+    new: dict[int, Node] = {id(n): make("input", (), n.shape, n.dtype,
+                                        n.attrs + (("donated", True),)) for n in leaves}
+    marked = dict(new)
+    out = []
+    for n in order:
+        m = new.get(id(n))
+        if m is None:
+            ins = tuple([new.get(id(i), i) for i in n.inputs])
+            m = n if all(a is b for a, b in zip(ins, n.inputs)) else \
+                make(n.op, ins, n.shape, n.dtype, n.attrs)
+            new[id(n)] = m
+        out.append(m)
+    return [new[id(r)] for r in roots], out, marked
+
+
+# a host result under this many bytes is not taken: registering it (store.own) costs about
+# what a later write's copy of it would (on a device, a copy is a launch: every one is taken)
+OWN_BYTES = 1 << 15
+
+
+def _hand_over(program, bind, bufs: list, take) -> None:
+    """After a run: `take(i, buf)` for each root i whose buffer is its own (a new array, or a
+    donated leaf's written in place: Program.root_storage); a leaf's buffer that a root views
+    is no longer its variable's alone. (Under a memory budget the results are assembled
+    from chunks: none is taken.)"""
+    if take is not None and budget.active() is not None:
+        take = None
+    for i, s in enumerate(program.root_storage):
+        if s is True:
+            if take is not None:
+                buf = bufs[i]
+                if buf.host is None or buf.host.nbytes >= OWN_BYTES:
+                    take(i, buf)
+        elif s is not None:
+            buf = bind.get(s) if bind else None
+            if buf is None:
+                buf = next(n for n in program.order if id(n) == s).attrs[0][1]
+            buf.owner = None
 
 
 # ------------------------------------------------------------------ running
@@ -161,8 +246,10 @@ _RUNNING = [0]  # nesting of run(): a budget runs chunks through execute
 
 def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -> list:
     """The roots' values. `small`: every value is small (small_roots): run them by NumPy op
-    by op, unoptimized, where optimizing and compiling would cost more (`may_write` and
-    `take`: see interpret)."""
+    by op, unoptimized, where optimizing and compiling would cost more. `may_write`: whether
+    the run may write into an input leaf's buffer (store.writable_leaves; see interpret and
+    donated); then `take(i, buf)` is called for each root i whose buffer is one no other
+    holds."""
     STATS.evaluations += 1
     if dask_cluster._REMOTE and dask_cluster.remote_leaves(roots):  # (none: one len())
         return _on_cluster(roots)
@@ -170,7 +257,11 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
         return interpret(roots, may_write, take)
     if not CONFIG.debug and not CONFIG.dump_dir:  # a plan-cache hit: plan()'s steps, inline
         t0 = time.perf_counter()
-        key, values, _, _, _, bufs = plans.signature(roots, backend())
+        key, values, _, leaves, order, bufs = plans.signature(roots, backend())
+        if may_write is not None:
+            donate = donated(leaves, bufs, order, may_write)
+            if donate:
+                key = (key, donate)
         try:
             found = plans.find(key, values)
         except TypeError:  # an unhashable attribute: no plan to find (plan() plans anew)
@@ -182,12 +273,14 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
                 bind.update(zip(entry.param_ids, params))
             STATS.optimize_s += time.perf_counter() - t0
             STATS.plan_cache_hits += 1
-            return run(entry.program, bind, roots, entry.res.split)
+            out = run(entry.program, bind, roots, entry.res.split)
+            _hand_over(entry.program, bind, out, take)
+            return out
     phases0 = [getattr(STATS, p) for p in _PHASES] if CONFIG.debug >= 1 else None
     if phases0:
         phases0[0] = min(_TRACE_AT[0], STATS.trace_s)  # tracing happened before this call
     t0 = time.perf_counter()
-    program, res, bind, split = plan(roots, backend())
+    program, res, bind, split = plan(roots, backend(), may_write)
     if res is not None and _ASKED[0] is not None:
         _note_miss(roots)
     # the optimizer's own time (lowering's codegen is counted apart), or the
@@ -195,6 +288,7 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
     STATS.optimize_s += res.seconds if res is not None else time.perf_counter() - t0
     STATS.plan_cache_hits += res is None
     bufs = run(program, bind, roots, split)
+    _hand_over(program, bind, bufs, take)
     if CONFIG.debug >= 1:
         how = "cached plan" if res is None else "new plan"
         spent = ", ".join(f"{p[:-2]} {(getattr(STATS, p) - v) * 1e3:.2f} ms"

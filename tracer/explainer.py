@@ -6,7 +6,7 @@ from tracer.ir.node import Node, toposort
 from tracer.ir.printer import format_graph
 from tracer.ir.config import CONFIG
 from tracer.cuda_kernels.executor import format_counters
-from . import engine, plans
+from . import engine, plans, store
 from .drawing import save, to_dot
 
 
@@ -95,4 +95,5 @@ def _last_run(roots: list[Node], backend: str) -> dict | None:
 def explain(*arrays) -> Plan:
     """What evaluating these arrays together would do; nothing is compiled or run."""
     roots = [a._node for a in arrays]
-    return Plan(roots, *engine.explain(roots))
+    with store.LOCK:  # the leaves an evaluation of these arrays would update in place
+        return Plan(roots, *engine.explain(roots, store.writable_leaves([a._var for a in arrays])))

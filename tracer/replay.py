@@ -124,6 +124,9 @@ class jit:
         # value the plan lifted is this trace's, frozen too
         feeds = [(s, arg_of.get(id(g)), g.attr("buf")) for s, g in zip(slots, graph_leaves)]
         feeds += [(p, None, b) for p, b in lifted]
+        for _, k, b in feeds:
+            if k is None:  # frozen: its variable's next write goes into a copy
+                b.owner = None
         graph = debug.rebind(roots, graph_leaves, slots)
         entry = _Replay(program, feeds, [(o.shape, o.dtype) for o in outs], single, graph, slots)
         return entry, self._run(entry, bufs)

@@ -129,10 +129,11 @@ _OWNED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary
 def own(buf, var: Var) -> None:
     """var alone holds buf: it may write into it."""
     buf.owner = id(var)
-    old = _OWNED.get(id(buf.host))
+    mem = id(buf.host if buf.host is not None else buf.value)  # (a device array: its value)
+    old = _OWNED.get(mem)
     if old is not None and old is not buf:  # a leaf written in place: its buffer is buf's now
         old.owner = None
-    _OWNED[id(buf.host)] = buf
+    _OWNED[mem] = buf
 
 
 def shared(buf, var: "Var | None" = None) -> None:
@@ -349,11 +350,10 @@ def _realize(group: list[Var], small: bool) -> dict[int, Exception]:
     while group:
         nodes = list(map(_node_of, group))
         try:
-            if small:  # the interpreter may write into what the group alone holds
-                bufs = _engine().execute(nodes, True, writable_leaves(group),
-                                         lambda i, buf: own(buf, group[i]))
-            else:
-                bufs = _engine().execute(nodes)
+            # the run may write into what the group alone holds, and the group owns the new
+            # buffers no other holds
+            bufs = _engine().execute(nodes, small, writable_leaves(group),
+                                     lambda i, buf: own(buf, group[i]))
         except Exception as e:
             hit = _depends_on(nodes, debug.failed_op(e))
             for v, n, h in zip(group, nodes, hit):
@@ -387,25 +387,24 @@ def writable_leaves(holders: list[Var]):
     holds the buffer (Buffer.owner: no other variable, view or result shares it) and no
     other pending value, nor one whose evaluation failed (kept to raise again), reads it,
     and no other thread records graphs; that the graph itself reads it no more is the
-    caller's part (ir.interp.inplace_updates). The caller holds LOCK."""
-    if not _no_other_recorder():
-        return _never
-    ids = {id(v) for v in holders}
-    readers: list[set[int] | None] = []  # the other values' leaves, walked on the first ask
+    caller's part (ir.interp.inplace_updates, opt/liveness.py). The caller holds LOCK. What
+    it needs is found at the first leaf a holder owns (most evaluations ask of none)."""
+    state: list = []  # [the holders' ids, or None; the other values' leaves, or None]
 
     def may_write(leaf: Node) -> bool:
-        if leaf.op != "input" or leaf.attrs[0][1].owner not in ids:
+        if leaf.op != "input" or leaf.attrs[0][1].owner is None:
             return False
-        if not readers:
-            readers.append(_leaves_read(
+        if not state:
+            state.append({id(v) for v in holders} if _no_other_recorder() else None)
+        ids = state[0]
+        if ids is None or leaf.attrs[0][1].owner not in ids:
+            return False
+        if len(state) == 1:
+            state.append(_leaves_read(
                 [v.node for v in _live() if id(v) not in ids]
                 + [v.node for v in list(_FAILED.keys()) if id(v) not in ids]))
-        return readers[0] is not None and id(leaf) not in readers[0]
+        return state[1] is not None and id(leaf) not in state[1]
     return may_write
-
-
-def _never(leaf: Node) -> bool:
-    return False
 
 
 def _no_other_recorder() -> bool:

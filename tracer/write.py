@@ -127,6 +127,10 @@ def assign_full(target: ndarray, value: Node) -> None:
     """Replace all of `target` (a view of its base) with `value`, which has target's shape."""
     if not target._view.writeable:
         raise ValueError("assignment destination is read-only")
+    # x[k] = x[k], as `x[k] += 1` ends: nothing changes (recorded, the write would read the
+    # buffer it writes, which then could not be updated in place)
+    if value is target._node:
+        return
     var = target._var
     var.assign(write_through(var.node, target._view.steps, value))
 

@@ -83,9 +83,6 @@ def test_row_writes_into_a_device_buffer_upload_nothing_and_never_wait(row_write
     assert plan.bytes_copied <= 64 * 8 * 4  # 63 writes in place; see the test below
 
 
-@pytest.mark.xfail(strict=True, reason="the first write copies x: a compiled program never "
-                   "writes into an input leaf (engine passes may_write to interpret only), "
-                   "even where x's var owns its buffer alone")
 def test_row_writes_into_a_device_buffer_copy_no_buffer(row_writes):
     assert row_writes[0].bytes_copied == 0
 
