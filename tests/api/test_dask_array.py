@@ -20,6 +20,18 @@ from tracer.dask_chunks import _pending  # noqa: E402
 H = numpy.random.default_rng(1).standard_normal((12, 10))
 CHUNKS = (4, 5)
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _idle_pool_threads_forgotten():
+    """Dask's threaded scheduler keeps its pool's threads, which recorded graphs here: while
+    they live, tracer writes into no leaf in place (store._no_other_recorder). They are idle
+    once this module is done; the tests after it are not about them."""
+    import threading
+
+    from tracer import store
+    yield
+    store._RECORDERS.intersection_update({threading.get_ident()})
+
 # the same code on a dask array `x` of tracer chunks and on one of NumPy chunks
 OPS = {
     "arithmetic": lambda x: x * 2 + 1,
