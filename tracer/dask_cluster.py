@@ -241,6 +241,59 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
     return None, first
 
 
+def _blocks(on: "cluster", rows: int, row_bytes: int, recipe) -> list:
+    """Row blocks of about the workers' split size, each made by recipe(lo, hi)."""
+    per = max(1, on.worker_budget.split_size // max(row_bytes, 1))
+    return [(lo, min(lo + per, rows), recipe(lo, min(lo + per, rows)))
+            for lo in range(0, rows, per)]
+
+
+def load(file, mmap_mode, kwargs: dict):
+    """np.load of a .npy file of at least the cluster's remote_bytes, C-ordered, as a value
+    of the cluster's (a Remote whose blocks each worker reads from the file: the file must be
+    where the workers can read it by this path, as on one machine or a shared file system),
+    or None where NumPy's load does it here."""
+    on = active()
+    if on is None or kwargs or mmap_mode not in (None, "r") or \
+            not isinstance(file, (str, bytes)) and not hasattr(file, "__fspath__"):
+        return None
+    try:
+        m = np.load(file, mmap_mode="r")
+    except (ValueError, OSError):  # not a plain .npy (an .npz, pickled objects): NumPy's
+        return None
+    if not isinstance(m, np.memmap) or not m.ndim or not m.flags.c_contiguous or \
+            m.dtype.hasobject or m.nbytes < on.remote_bytes:
+        return None
+    path, shape, dtype = str(m.filename), m.shape, m.dtype
+    row = m.nbytes // max(shape[0], 1)
+    del m
+    return Remote(shape, dtype, _blocks(on, shape[0], row,
+                                        lambda lo, hi: Recipe(_read_rows, path, lo, hi)),
+                  on.client)
+
+
+def _read_rows(path: str, lo: int, hi: int) -> np.ndarray:
+    return np.array(np.load(path, mmap_mode="r")[lo:hi])
+
+
+def arange(args: tuple, dtype) -> "Remote | None":
+    """np.arange of Python ints of at least the cluster's remote_bytes as a value of the
+    cluster's, block i NumPy's arange over its part of the range (the same integers), or
+    None where it is made here (floats: NumPy's fill rounds by the whole range)."""
+    on = active()
+    if on is None or not 1 <= len(args) <= 3 or \
+            not all(type(a) is int and abs(a) < 2**62 for a in args):
+        return None
+    r = range(*args)
+    dt = np.dtype(np.int64 if dtype is None else dtype)  # (NumPy's for such ints)
+    if dt.kind not in "iuf" or dt.kind == "f" and any(abs(a) >= 2**52 for a in args):
+        return None
+    if len(r) * dt.itemsize < on.remote_bytes:
+        return None
+    return Remote((len(r),), dt, _blocks(on, len(r), dt.itemsize, lambda lo, hi: Recipe(
+        np.arange, r[lo], r[lo] + (hi - lo) * r.step, r.step, dt)), on.client)
+
+
 # the draws a cluster makes on its workers: every parameter but `size` a scalar
 _DRAWS = ("standard_normal", "random", "uniform", "normal", "integers", "exponential",
           "standard_exponential")

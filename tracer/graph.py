@@ -19,6 +19,11 @@ def leaf(value) -> Node:
     return make("input", (), value.shape, value.dtype, (("buf", Buffer(value)),))
 
 
+def leaf_of(buf: Buffer) -> Node:
+    """The leaf holding this buffer (a value held elsewhere: tracer.dask_cluster.Remote)."""
+    return make("input", (), buf.value.shape, buf.value.dtype, (("buf", buf),))
+
+
 def const(value, dtype) -> Node:
     return make_const(value, dtype)
 

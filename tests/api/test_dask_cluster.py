@@ -154,3 +154,21 @@ def test_a_mapped_file_goes_to_the_workers_a_chunk_at_a_time(client, tmp_path):
         got = float(((np.asarray(mm) - 1) ** 2).sum())
         assert tracer.stats().split_chunks - before > 4
     assert got == pytest.approx(((h - 1) ** 2).sum(), rel=1e-12)
+
+
+def test_load_and_arange_make_values_of_the_cluster(client, tmp_path):
+    from tracer.dask_cluster import Remote
+    h = H[:16000, :16].copy()  # 2 MiB
+    numpy.save(tmp_path / "h.npy", h)
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        for x in (np.load(tmp_path / "h.npy"), np.load(str(tmp_path / "h.npy"), mmap_mode="r")):
+            assert type(x._var.node.attr("buf")) is Remote  # the workers read the file
+            assert float(((x - 1) ** 2).sum()) == pytest.approx(((h - 1) ** 2).sum(), rel=1e-12)
+            numpy.testing.assert_allclose(numpy.asarray(x.max(1)), h.max(1))
+        r = np.arange(3, 3 + 7 * 400_000, 7)  # 3.2 MB of int64, made by the workers
+        assert type(r._var.node.attr("buf")) is Remote
+        want = numpy.arange(3, 3 + 7 * 400_000, 7)
+        assert int(r.sum()) == int(want.sum()) and int((r % 5).max()) == 4
+        small = np.arange(10)  # under remote_bytes: made here
+        assert type(small._var.node.attr("buf")) is not Remote

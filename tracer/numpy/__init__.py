@@ -9,6 +9,7 @@ their first use, as NumPy's own do: numpy.random takes about 15 ms to import.
 from __future__ import annotations
 
 import importlib as _importlib
+import sys as _sys
 
 import numpy as _np
 
@@ -16,6 +17,9 @@ from .. import methods as _methods
 from ..dask_chunks import when_dask_imported as _when_dask_imported
 from ..dispatch import LAZY as _LAZY, asnumpy, can_cast, ndarray, result_type, ufunc  # noqa: F401
 from ..fallback import fallback_getattr as _fallback_getattr
+from ..array import ndarray as _ndarray
+from ..graph import leaf_of as _leaf_of
+from ..store import Var as _Var
 
 _methods.install()  # the lazy array's operators and methods, before any array can be made
 _when_dask_imported()  # tracer's array as a dask.array chunk type
@@ -42,6 +46,18 @@ int_ = _np.int_
 
 
 _numpy_getattr = _fallback_getattr(_np)
+
+
+def load(file, mmap_mode=None, allow_pickle=False, fix_imports=True, encoding="ASCII", **kw):
+    """NumPy's load; inside tracer.cluster, a big .npy file becomes a value of the cluster's
+    whose blocks the workers read from the file (tracer/dask_cluster.py)."""
+    cluster = _sys.modules.get("tracer.dask_cluster")  # (no cluster before it is loaded)
+    if cluster is not None and allow_pickle is False and fix_imports is True and \
+            encoding == "ASCII":
+        remote = cluster.load(file, mmap_mode, kw)
+        if remote is not None:
+            return _ndarray(_Var(_leaf_of(remote)))
+    return _numpy_getattr("load")(file, mmap_mode, allow_pickle, fix_imports, encoding, **kw)
 
 
 def __getattr__(name: str):

@@ -21,7 +21,7 @@ from numpy.random import (BitGenerator, MT19937, PCG64, PCG64DXSM, Philox,  # no
 
 from ..array import ndarray as _ndarray
 from ..store import Var as _Var
-from tracer.ir.node import make as _make
+from ..graph import leaf_of as _leaf_of
 from ..fallback import _to_host, _wrap, fallback_getattr as _fallback_getattr
 from ..indexing import setitem as _setitem
 from ..store import apply_view_numpy as _apply_view_numpy, to_numpy as _to_numpy
@@ -86,8 +86,7 @@ def _draw(fn, name: str, args: tuple, kwargs: dict):
         from tracer import dask_cluster  # (with the engine: loaded at the first evaluation)
         remote = dask_cluster.draw(gen, name, args, kwargs)
         if remote is not None:
-            return _ndarray(_Var(_make("input", (), remote.value.shape, remote.value.dtype,
-                                       (("buf", remote),))))
+            return _ndarray(_Var(_leaf_of(remote)))
     res = fn(*_to_host(args), **_to_host(kwargs))
     # the state is NumPy's own tuple or dict, for set_state to take back
     return res if name == "get_state" else _wrap(res)
