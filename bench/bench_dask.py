@@ -1,18 +1,21 @@
 """tracer on a Dask cluster (issue 23): 1 worker against 2, and tracer's chunks against
 dask.array with NumPy chunks, on the same program in one run.
 
-    python -m bench.bench_dask [--n 20000] [--m 20000] [--d 64] [--limit "1 GiB"] [--repeat 2]
+    python -m bench.bench_dask [--n 40000] [--m 40000] [--d 64] [--vs-n 8000] [--limit "1 GiB"]
+                               [--repeat 2]
     python -m bench.bench_dask --reduce-gib 4        # the 4 GiB reduction: client growth
 
 The program is the naive minimum distance `((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
 .min(1)` with x (N, D) and y (M, D) drawn on the cluster (tracer: `default_rng(0)` inside
 `tracer.cluster`, drawn by the workers in seeded blocks; dask.array: `da.random.default_rng(0)`
 with x chunked by rows, y in one chunk, chunks sized so that a block's N x M x D difference is
-about 128 MiB). Every run is on a LocalCluster of processes with one thread each and the memory
-limit given; reported: the best of --repeat runs after a warm-up, the most memory any worker
-held (Dask's own reporting: the scheduler's per-worker process memory, sampled every 50 ms), and
-the client's own growth. `--check` compares tracer's result with a blocked NumPy reference on
-the same values (gathered from the workers; small sizes only). JSON to --out.
+about 128 MiB): 1 worker against 2 at N x M, then tracer against dask.array at --vs-n (on the
+most workers; dask.array's blocks make N x M much slower). Every run is on a LocalCluster of
+processes with one thread each and the memory limit given; reported: the best of --repeat
+runs after a warm-up (--repeat 0: the one cold run), the most memory any worker held (Dask's
+own reporting: the scheduler's per-worker process memory, sampled every 50 ms), and for
+--reduce-gib the client's own growth. `--check` compares tracer's result with a blocked NumPy
+reference on the same values (gathered from the workers). JSON to --out.
 """
 from __future__ import annotations
 
@@ -137,13 +140,15 @@ def blocked_reference(x, y, block=512, sample=64):
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--m", type=int, default=20000)
+    ap.add_argument("--n", type=int, default=40000)
+    ap.add_argument("--m", type=int, default=40000)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--limit", default="1 GiB", help="each worker's memory limit")
     ap.add_argument("--budget", default="256 MiB", help="the client's budget")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--vs-n", type=int, default=8000,
+                    help="N = M of the comparison with dask.array (on the most workers)")
     ap.add_argument("--no-dask-array", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--reduce-gib", type=float, default=0)
@@ -169,10 +174,16 @@ def main(argv=None) -> dict:
                     ref = blocked_reference(hx, hy)
                     row["max_rel_err"] = float(numpy.max(numpy.abs(out - ref) /
                                                          numpy.maximum(numpy.abs(ref), 1e-300)))
-                if not a.no_dask_array:
-                    dsec, dpeak = run_dask_array(client, a.n, a.m, a.d, a.repeat)
-                    row.update(dask_array_s=dsec, dask_array_worker_peak_mib=dpeak / 2**20,
-                               tracer_over_dask_array=sec / dsec)
+                if not a.no_dask_array and k == max(int(w) for w in a.workers.split(",")):
+                    n = a.vs_n  # dask.array writes every N x M x D block: a smaller problem
+                    tsec, tpeak, _, _ = run_tracer(client, n, n, a.d, a.repeat, a.budget)
+                    dsec, dpeak = run_dask_array(client, n, n, a.d, a.repeat)
+                    res["vs_dask_array"] = {
+                        "n": n, "m": n, "workers": k, "tracer_s": tsec,
+                        "tracer_worker_peak_mib": tpeak / 2**20, "dask_array_s": dsec,
+                        "dask_array_worker_peak_mib": dpeak / 2**20,
+                        "tracer_over_dask_array": tsec / dsec}
+                    print(json.dumps(res["vs_dask_array"]))
             res["runs"].append(row)
             print(json.dumps(row))
         if len(res["runs"]) == 2:

@@ -37,9 +37,11 @@ from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
 
 _ACTIVE: list["cluster"] = []
 _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-process cluster)
-# the part of a worker's memory limit its chunks may plan for: Dask starts spilling at 60% and
-# pauses the worker at 80% of its limit, counting what the process already holds
-WORKER_FRACTION = 0.6
+# the part of a worker's memory limit its chunks may plan for: Dask pauses a worker at 80% of
+# its limit, counting what the process already holds, and a chunk has held up to about twice
+# its plan (its rows made and cut, results on their way out): 4 GiB reduced on two 1 GiB
+# workers peaked at 830 MiB with 0.6, 550 MiB with 0.45 (bench/bench_dask.py --reduce-gib 4)
+WORKER_FRACTION = 0.45
 COMPILE_BYTES = 128 << 20  # what compiling a chunk's kernels may take beside it
 IN_FLIGHT_PER_WORKER = 2  # chunks sent ahead of the ones done (their rows wait on the worker)
 
@@ -47,14 +49,17 @@ IN_FLIGHT_PER_WORKER = 2  # chunks sent ahead of the ones done (their rows wait 
 class cluster:
     """`with tracer.cluster(client):` evaluations that do not fit `budget` (bytes or a size
     string, default "50%" of the memory free now) run their chunks on the cluster of
-    `client`, a `dask.distributed.Client`. Random draws of at least `remote_bytes` (default: a
-    quarter of the budget) are made on the workers and stay there (see `Remote`)."""
+    `client`, a `dask.distributed.Client`. Random draws, `np.load` and integer `np.arange`
+    of at least `remote_bytes` (default: a quarter of the budget) are made on the workers in
+    row blocks of about `block_bytes` (see `Remote`): a seeded draw gives the same values for
+    the same block size."""
 
-    def __init__(self, client, budget=None, remote_bytes=None):
+    def __init__(self, client, budget=None, remote_bytes=None, block_bytes=64 << 20):
         self.client = client
         self._local = memory_budget("50%" if budget is None else budget)
         self.worker_budget = _worker_budget(client)
         self.remote_bytes = self._local.limit // 4 if remote_bytes is None else remote_bytes
+        self.block_bytes = block_bytes
 
     def __enter__(self):
         self._local.__enter__()
@@ -81,7 +86,7 @@ def _worker_budget(client) -> Budget:
     if not room:
         raise ValueError("tracer.cluster: the client's cluster has no workers")
     limit = max(1, min(room.values()))
-    return Budget(limit, max(1, limit // 4))
+    return Budget(limit, limit)  # chunks as big as fit: every chunk is a few Dask tasks
 
 
 def _room(fraction: float, dask_worker=None) -> int:
@@ -204,6 +209,18 @@ def _leaf_args(client, b: Buffer, shared: set, sent: dict):
     if at is not None:
         r, lo, hi, off = at
         blocks = [(a, z, f) for a, z, f in r.blocks if a < hi and z > lo]
+        made = []
+        for k, (a, z, f) in enumerate(blocks):
+            # a block every chunk reads, or one this chunk reads only part of (the next
+            # chunks read the rest), is made once, as a task; one this chunk reads whole is
+            # made in its task
+            if type(f) is Recipe and (id(b) in shared or a < lo or z > hi):
+                if id(f) not in sent:
+                    sent[id(f)] = client.submit(f, pure=False)
+                    made.append(sent[id(f)])
+                blocks[k] = (a, z, sent[id(f)])
+        if made:  # on every worker: else Dask runs every chunk that reads them where they
+            client.replicate(made)  # were made
         v = b.value
         spec = (v.shape, v.strides, v.dtype, lo, hi, [(a, z) for a, z, _ in blocks], off)
         return ("rows", spec, [f for _, _, f in blocks])
@@ -242,8 +259,8 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
 
 
 def _blocks(on: "cluster", rows: int, row_bytes: int, recipe) -> list:
-    """Row blocks of about the workers' split size, each made by recipe(lo, hi)."""
-    per = max(1, on.worker_budget.split_size // max(row_bytes, 1))
+    """Row blocks of about the cluster's block_bytes, each made by recipe(lo, hi)."""
+    per = max(1, on.block_bytes // max(row_bytes, 1))
     return [(lo, min(lo + per, rows), recipe(lo, min(lo + per, rows)))
             for lo in range(0, rows, per)]
 
@@ -321,16 +338,12 @@ def draw(gen, name: str, args: tuple, kwargs: dict):
     row = math.prod(shape[1:]) * probe.dtype.itemsize
     if not shape or math.prod(shape) * probe.dtype.itemsize < on.remote_bytes:
         return None
-    per = max(1, on.worker_budget.split_size // max(row, 1))
-    starts = list(range(0, shape[0], per))
-    seeds = gen.bit_generator.seed_seq.spawn(len(starts))
+    seeds = iter(gen.bit_generator.seed_seq.spawn(-(-shape[0] // max(1, on.block_bytes //
+                                                                    max(row, 1)))))
     bitgen = type(gen.bit_generator)
-    blocks = []
-    for lo, seed in zip(starts, seeds):
-        hi = min(lo + per, shape[0])
-        kw = {**bound.arguments, "size": (hi - lo,) + shape[1:]}
-        blocks.append((lo, hi, Recipe(_draw_block, bitgen, seed, name, kw)))
-    return Remote(shape, probe.dtype, blocks, on.client)
+    return Remote(shape, probe.dtype, _blocks(on, shape[0], row, lambda lo, hi: Recipe(
+        _draw_block, bitgen, next(seeds), name,
+        {**bound.arguments, "size": (hi - lo,) + shape[1:]})), on.client)
 
 
 def _draw_block(bitgen, seed, name: str, kwargs: dict) -> np.ndarray:
@@ -410,7 +423,11 @@ def run_task(execute, data: bytes, budget: Budget, where: str, specs: list, *arg
     outputs as NumPy arrays, and what it added to the worker's counters. `specs`, one per
     leaf, say how its value comes from `args`: as it is, or a view of the blocks of rows that
     follow (_leaf_args)."""
-    CONFIG.compile_mode = "sync"  # a Dask worker is a daemon: no compile processes of its own
+    import numba
+    from distributed import get_worker  # (Dask is imported where a cluster is used)
+    # the kernels' threads are the worker's (threads_per_worker), as Dask sets BLAS's to 1:
+    # a worker does not take the cores of the others on its host (per thread in Numba)
+    numba.set_num_threads(max(1, min(get_worker().state.nthreads, numba.config.NUMBA_NUM_THREADS)))
     before = [getattr(STATS, f) for f in _COUNTERS]
     _ON_WORKER.on = True
     try:
@@ -459,7 +476,10 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
     client = cl.client
     split = st.split
     n_deps = len(st.deps)
-    sent: dict[int, object] = {}  # id(a shared buffer) -> its Dask future
+    sent: dict[int, object] = {}  # id(a shared buffer or a block's Recipe) -> its future
+    # id(a Recipe of a split source's block) -> the block's end row
+    source = split.source.attr("buf") if split.source.op == "input" else None
+    passed = {id(f): z for _, z, f in source.blocks} if type(source) is Remote else {}
     token = f"{next(_IDS)}-{uuid.uuid4().hex[:8]}"
     starts = iter(range(0, split.rows, rows))
     parts: list = []
@@ -471,6 +491,8 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
         window = split.rows
 
     def submit(lo: int) -> None:
+        for k in [k for k, f in sent.items() if k in passed and passed[k] <= lo]:
+            del sent[k]  # a block behind this chunk: its tasks hold it while they need it
         g = st.chunk_graph(rows, lo, src_rows, realized)
         data, bufs = pack(g)
         specs, args = [], []

@@ -123,7 +123,8 @@ def _blocks_of(seed, shape, rows_per):
 
 def test_big_draws_are_made_on_the_workers_and_results_can_stay_there(client):
     from tracer.dask_cluster import Remote
-    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20) as cl:
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 19) as cl:
         cl.worker_budget = cl.worker_budget._replace(limit=4 << 20, split_size=1 << 19)
         x = np.random.default_rng(7).standard_normal((40000, 8))  # 2.4 MiB: on the workers
         buf = x._var.node.attr("buf")
@@ -160,7 +161,8 @@ def test_load_and_arange_make_values_of_the_cluster(client, tmp_path):
     from tracer.dask_cluster import Remote
     h = H[:16000, :16].copy()  # 2 MiB
     numpy.save(tmp_path / "h.npy", h)
-    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20) as cl:
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
         cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
         for x in (np.load(tmp_path / "h.npy"), np.load(str(tmp_path / "h.npy"), mmap_mode="r")):
             assert type(x._var.node.attr("buf")) is Remote  # the workers read the file
