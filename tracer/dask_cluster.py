@@ -418,9 +418,11 @@ _COUNTERS = [f for f in Stats.__dataclass_fields__]
 TASK: list = [None]
 
 
-def run_task(execute, data: bytes, budget: Budget, where: str, specs: list, *args) -> dict:
+def run_task(execute, data: bytes, budget: Budget, where: str, n_deps: int, specs: list,
+             *args) -> dict:
     """Run one chunk's graph on a worker (`execute`: the engine's) under its budget: its
-    outputs as NumPy arrays, and what it added to the worker's counters. `specs`, one per
+    outputs as NumPy arrays (those after the first `n_deps` also as the partials to combine),
+    and what it added to the worker's counters. `specs`, one per
     leaf, say how its value comes from `args`: as it is, or a view of the blocks of rows that
     follow (_leaf_args)."""
     import numba
@@ -443,11 +445,8 @@ def run_task(execute, data: bytes, budget: Budget, where: str, specs: list, *arg
         raise MemoryBudgetError(f"tracer.cluster: {where}: {e}") from None
     finally:
         _ON_WORKER.on = False
-    return {"outs": out, "stats": [getattr(STATS, f) - v for f, v in zip(_COUNTERS, before)]}
-
-
-def _deps(result: dict, n: int) -> list:
-    return result["outs"][:n]
+    return {"outs": out, "parts": out[n_deps:],
+            "stats": [getattr(STATS, f) - v for f, v in zip(_COUNTERS, before)]}
 
 
 def _parts(result: dict, n: int) -> dict:
@@ -506,41 +505,53 @@ def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
                 args.extend(futs[0])
         hi = min(lo + rows, split.rows)
         where = f"the chunk of rows {lo}:{hi} of {split.source.dtype}{list(split.source.shape)}"
-        fut = client.submit(TASK[0], data, cl.worker_budget, where, specs, *args,
+        fut = client.submit(TASK[0], data, cl.worker_budget, where, n_deps, specs, *args,
                             key=f"tracer-{names}-{token}-{lo}", pure=False)
-        parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
         if keep:  # the rows stay on the cluster: blocks of Remote results
+            parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
             for j, blocks in enumerate(keep):
                 blocks.append((lo, hi, client.submit(_pick, fut, j,
                                                      key=f"tracer-out{j}-{token}-{lo}")))
             return
-        done = client.submit(_deps, fut, n_deps, key=f"tracer-rows-{token}-{lo}") \
-            if n_deps else parts[-1]
-        start_of[done.key] = lo
-        pending.add(done)
+        # the partials' tree starts at the chunk's task itself where it holds no rows; where
+        # it does, at a task that keeps the partials only (the rows come here and go); with
+        # rows and no partials, nothing keeps the chunk's task once its rows are here
+        if not n_deps:
+            parts.append(fut)
+        elif st.cuts:
+            parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
+        start_of[fut.key] = lo
+        pending.add(fut)
 
     for lo in itertools.islice(starts, window):
         submit(lo)
+    stats = [0] * len(_COUNTERS)  # the workers' counters, added up
     for fut in pending:
-        if n_deps:
+        if n_deps:  # a chunk's rows, written where they go as it comes back
             lo = start_of[fut.key]
             hi = min(lo + rows, split.rows)
-            for out, (_, ax), v in zip(outs, st.deps, fut.result()):
+            got = fut.result()
+            for out, (_, ax), v in zip(outs, st.deps, got["outs"]):
                 splitter.row_block(out, ax, lo, hi)[...] = v
-            fut.release()
+            if not st.cuts:  # (else they come with the partials)
+                stats = [x + y for x, y in zip(stats, got["stats"])]
+            del got
+            fut.release()  # (a partials' task holds what it needs)
         nxt = next(starts, None)
         if nxt is not None:
             submit(nxt)
-    ufuncs = [OPS[c.op].ufunc for c in st.cuts]
-    dtypes = [c.dtype for c in st.cuts]
-    while len(parts) > 1:  # a balanced tree, in chunk order
-        parts = [client.submit(_combine, ufuncs, dtypes, parts[i], parts[i + 1],
-                               key=f"tracer-combine-{token}-{len(parts)}-{i}")
-                 if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-    total = parts[0].result()
-    for j, v in enumerate(total["parts"]):
-        partial[j] = v
-    for f, v in zip(_COUNTERS, total["stats"]):  # the workers' counters, added up
+    if st.cuts or not n_deps:
+        ufuncs = [OPS[c.op].ufunc for c in st.cuts]
+        dtypes = [c.dtype for c in st.cuts]
+        while len(parts) > 1:  # a balanced tree, in chunk order
+            parts = [client.submit(_combine, ufuncs, dtypes, parts[i], parts[i + 1],
+                                   key=f"tracer-combine-{token}-{len(parts)}-{i}")
+                     if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        total = parts[0].result()
+        for j, v in enumerate(total["parts"]):
+            partial[j] = v
+        stats = total["stats"]
+    for f, v in zip(_COUNTERS, stats):
         if f not in ("planned_peak_bytes", "measured_peak_bytes"):
             setattr(STATS, f, getattr(STATS, f) + v)
     if keep is None:
