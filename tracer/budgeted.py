@@ -245,8 +245,9 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
             raise over_budget(program, whole, budget, f"the client holds {fmt_bytes(st.held)} "
                               "through the chunks (the row-wise results, the values the chunks "
                               "read whole)", st.held)
-        inputs = [n for n in toposort(roots) if n.op == "input" and n is not split.source]
-        on_worker = replace(st, held=sum(n.nbytes for n in st.pre + inputs))
+        leaves = [n for n in toposort(roots) if n.op == "input"]
+        on_worker = replace(st, held=sum(n.nbytes for n in st.pre + leaves
+                                         if n is not split.source))
         # a worker holds its chunk's rows of the source too, made or fetched, then cut
         rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
                                  _rows_of(source, split.axis), be, plan,
@@ -263,7 +264,7 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
     outs = None if on is not None and keep else [np.empty(r.shape, r.dtype) for r, _ in st.deps]
     partial: list = [None] * len(st.cuts)
     if on is not None:
-        shared = {id(n.attr("buf")) for n in toposort(roots) if n.op == "input"}
+        shared = {id(n.attr("buf")) for n in leaves}
         shared.update(id(r.attr("buf")) for r in realized.values())
         g = st.chunk_graph(rows, 0, src_rows, realized)
         names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
@@ -274,8 +275,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
             for lo in range(0, split.rows, rows):
                 _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
                 measured = max(measured, st.held + STATS.measured_peak_bytes)
-    result = {id(r): Buffer(o) if outs is not None else kept[i]
-              for i, ((r, _), o) in enumerate(zip(st.deps, kept if outs is None else outs))}
+    got = kept if outs is None else [Buffer(o) for o in outs]
+    result = {id(r): b for (r, _), b in zip(st.deps, got)}
     for c, v in zip(st.cuts, partial):
         realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
         result[id(c)] = realized[id(c)].attr("buf")

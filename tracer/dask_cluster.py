@@ -9,16 +9,14 @@ under the worker's own budget. A chunk's rows of the row-wise results come back 
 its partials of the reductions over the split rows are combined on the cluster as a tree of
 tasks, in chunk order. Dask schedules, moves data and reruns the tasks of a worker that dies.
 
-Graphs travel as graphs (`pack`/`unpack`: nodes in topological order, leaf values as Dask
-data), not as pickled functions: the worker builds the same kernels from the same graph.
+Graphs travel as graphs (ir/wire.py: nodes in topological order, leaf values as Dask data),
+not as pickled functions: the worker builds the same kernels from the same graph.
 """
 from __future__ import annotations
 
 import inspect
-import io
 import itertools
 import math
-import pickle
 import threading
 import uuid
 import weakref
@@ -27,10 +25,10 @@ import numpy as np
 
 from tracer.cuda_kernels.backends import to_host
 from tracer.cuda_kernels.layout import over_one_element
-from tracer.ir.config import CONFIG
-from tracer.ir.node import Buffer, Node, make, toposort
+from tracer.ir.node import Buffer, Node, toposort
 from tracer.ir.registry import OPS
 from tracer.ir.stats import STATS, Stats
+from tracer.ir.wire import pack, unpack
 from tracer.opt import splitter
 from . import budget as _budget, mapped
 from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
@@ -348,64 +346,6 @@ def draw(gen, name: str, args: tuple, kwargs: dict):
 
 def _draw_block(bitgen, seed, name: str, kwargs: dict) -> np.ndarray:
     return getattr(np.random.Generator(bitgen(seed)), name)(**kwargs)
-
-
-# ---------------------------------------------------------------- graphs as data
-
-class _Pickler(pickle.Pickler):
-    """Leaf buffers leave as indices into a list of values (sent as Dask data); nodes inside
-    attributes as indices into the packed order."""
-
-    def __init__(self, f, index: dict[int, int]):
-        super().__init__(f, protocol=5)
-        self.index = index
-        self.buffers: list[Buffer] = []
-        self._seen: dict[int, int] = {}
-
-    def persistent_id(self, obj):
-        if isinstance(obj, Buffer):
-            k = self._seen.get(id(obj))
-            if k is None:
-                k = self._seen[id(obj)] = len(self.buffers)
-                self.buffers.append(obj)
-            return ("b", k)
-        if isinstance(obj, Node):
-            return ("n", self.index[id(obj)])
-        return None
-
-
-def pack(roots: list[Node]) -> tuple[bytes, list[Buffer]]:
-    """A graph as bytes (its nodes in topological order, no recursion however deep) and its
-    leaf buffers, whose values travel apart."""
-    order = toposort(roots)
-    index = {id(n): i for i, n in enumerate(order)}
-    rows = [(n.op, tuple(index[id(i)] for i in n.inputs), n.shape, n.dtype, n.attrs)
-            for n in order]
-    f = io.BytesIO()
-    p = _Pickler(f, index)
-    p.dump((rows, [index[id(r)] for r in roots]))
-    return f.getvalue(), p.buffers
-
-
-def unpack(data: bytes, values) -> list[Node]:
-    """pack's graph rebuilt (interned here), its leaves holding `values`."""
-    nodes: list[Node] = []
-    bufs: dict[int, Buffer] = {}
-
-    class _Unpickler(pickle.Unpickler):
-        def persistent_load(self, pid):
-            kind, k = pid
-            if kind == "n":
-                return nodes[k]
-            if k not in bufs:
-                bufs[k] = Buffer(values[k])
-            return bufs[k]
-
-    # rows are unpickled whole before nodes exist: attributes naming nodes come after them
-    rows, roots = _Unpickler(io.BytesIO(data)).load()
-    for op, ins, shape, dtype, attrs in rows:
-        nodes.append(make(op, tuple(nodes[i] for i in ins), shape, dtype, attrs))
-    return [nodes[i] for i in roots]
 
 
 # ---------------------------------------------------------------- on a worker

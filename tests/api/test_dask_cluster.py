@@ -11,7 +11,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from tracer.dask_cluster import pack, unpack
+from tracer.ir.wire import pack, unpack
 from tracer.ir.node import Buffer, make
 
 pytestmark = pytest.mark.lazy
@@ -33,6 +33,9 @@ def test_a_graph_travels_as_data_however_deep():
         want = want + h * 2 if i % 2 else want - h * 2
     numpy.testing.assert_array_equal(got[1], h * 2)
     numpy.testing.assert_allclose(got[0], want, rtol=1e-12)
+    fused = make("negate", (leaf,), h.shape, h.dtype, (("body", x),))  # a node in an attribute
+    with pytest.raises(TypeError, match="only recorded graphs"):
+        pack([fused])
 
 
 @pytest.fixture(scope="module")
