@@ -5,13 +5,10 @@ run in cuda/index.py.
 Kernels
 - Loop kernels: a grid-stride loop over the flat output index; a rank>1 non-flat kernel gets its
   multi-index from divmod by the output sizes, which are kernel arguments (never constants).
-- Reductions: two launches. The first gives every output `G` blocks; each thread strides over the
-  flattened reduced index (multi-index by divmod), then the block combines its threads in a
-  shared-memory tree (`cuda.syncthreads()` between levels) and writes one partial. The second
-  combines the `G` partials of each output in the same fixed tree order and applies the epilogue.
-  A full reduction (no kept axes) always uses several blocks (G >= 2). No atomics: results are
-  the same from run to run. Accumulator dtypes come from planning.acc_dtype (float sums in
-  float64); argmax/argmin keep NumPy's first-occurrence and first-NaN rules.
+- Reductions: one launch of the form cuda/reduce.py picks by shape: a thread per output in
+  NumPy's order (float sums pairwise as NumPy adds them, so results are NumPy's to the bit), or
+  G blocks per output whose last block to finish combines the partials in a fixed tree. No
+  result depends on timing. argmax/argmin keep NumPy's first-occurrence and first-NaN rules.
 - Helpers (codegen.HELPER_SOURCES) are `cuda.jit(device=True, inline="always")` (the only
   kind compile_ptx accepts without a GPU, NUMBA_NOTES.md section 3).
 - Under `CONFIG.cuda_sim` the same generated source runs on Numba's simulator: the module is
@@ -65,9 +62,10 @@ from tracer.ir.stats import STATS
 from ..base import ERROR_HOOKS, Backend, Gen, record_launch
 from ..compiler import import_module, write_module
 from ..emit import key_hash, type_aliases
-from ..planning import acc_dtype, find_reduce, is_arg, row_plan
+from ..planning import find_reduce, is_arg, row_plan
 from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
-                      gen_matmul, gen_reduce, gen_row, gen_strided_copy)
+                      gen_matmul, gen_row, gen_strided_copy)
+from .reduce import gen_block, gen_thread, partial_dtype, strategy
 from .index import device_gather, device_scatter, gen_index
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
 from .sim import sim_math
@@ -110,6 +108,7 @@ class CudaBackend(Backend):
         self._guards: list[tuple] = []  # (flag slots, weak refs to the results they guard)
         self._poisoned: dict[int, tuple] = {}  # id(array) -> (weak ref, error): failed values
         self._consts: dict[tuple, object] = {}
+        self._tickets_of: dict[str, object] = {}  # mode -> the block reductions' counters
 
     # ---- codegen and loading
     def _mode(self) -> str:
@@ -123,16 +122,18 @@ class CudaBackend(Backend):
         with the kernel disk cache (cuda/cache.py) and inline device helpers."""
         if CONFIG.cuda_sim:
             jit, dev = self._sim.jit, self._sim.jit(device=True)
-        else:
+            ldcg = _sim_ldcg
+        else:  # the intrinsic itself: cuda.ldcg's overload needs a driver to compile
+            from numba.cuda.cache_hints import ldcg_intrinsic as ldcg
             from .cache import jit  # lazy: device mode only (numba-cuda caching)
             dev = self._cuda.jit(device=True, inline="always")
-        return {"cuda": self._cuda, "_jit": jit, "_devjit": dev}
+        return {"cuda": self._cuda, "_jit": jit, "_devjit": dev, "_ldcg": ldcg}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         em = CudaEmitter(body)
         if kind == "reduce":
-            src = gen_reduce(em, body, name, _tpb())
-            meta = {"fin": name + "_fin"}
+            src = gen_block(em, body, name, _tpb()) + "\n\n\n" + gen_thread(em, body, name)
+            meta = {"thread": name + "_t"}
         elif kind == "row":
             src, meta = gen_row(em, body, name, _tpb()), {}
         elif kind == "horizontal":
@@ -412,7 +413,7 @@ class CudaBackend(Backend):
         targets = [o.reshape(1) if o.ndim == 0 else o for o in outs]
         out, target = outs[0], targets[0]
         fn = kernel.fn
-        fin = _fin_of(kernel) if kernel.kind == "reduce" else None
+        fin = _thread_of(kernel) if kernel.kind == "reduce" else None
         sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
         before, compiled = self._compiled([f for f in (fn, fin) if f is not None], sig)
@@ -443,25 +444,43 @@ class CudaBackend(Backend):
             else:
                 launches = 0
         else:
-            red = find_reduce(body)
-            m = red.inputs[0].shape
-            axes = red.attr("axes")
-            nout = _math.prod(d for k, d in enumerate(m) if k not in axes)
-            nred = _math.prod(d for k, d in enumerate(m) if k in axes)
-            launches = 0
-            if nout:
-                G = self.reduce_split(nout, nred)
-                pv = self.empty((nout, G), acc_dtype(red))
-                pi = self.empty((nout, G) if is_arg(red) else (1, 1), np.int64)
-                fn[self._blocks(nout * G, 1), tpb, stream](target, *params, *consts, pv, pi,
-                                                           *m, G)
-                fin[self._blocks(nout, 1), tpb, stream](target, *params, *consts, pv, pi, *m, G)
-                launches = 2
-                self.release(pv)  # stream order: a later kernel reusing them runs after fin
-                self.release(pi)
+            launches = self._launch_reduce(kernel, body, targets[0], params, consts, stream)
         new = compiled()
         record_launch(time.perf_counter() - t0, new, recompile=new and before > 0,
                       launches=launches)
+
+    def _launch_reduce(self, kernel, body: Node, target, params, consts, stream) -> int:
+        """One launch of the form `reduce.strategy` picks (cuda/reduce.py); returns the
+        launches made."""
+        red = find_reduce(body)
+        m = red.inputs[0].shape
+        axes = red.attr("axes")
+        nout = _math.prod(d for k, d in enumerate(m) if k not in axes)
+        nred = _math.prod(d for k, d in enumerate(m) if k in axes)
+        if not nout:
+            return 0
+        tpb = _tpb()
+        if strategy(red, m, CONFIG.cuda_sim) == "thread":
+            _thread_of(kernel)[self._blocks(nout, tpb), tpb, stream](target, *params, *consts, *m)
+            return 1
+        G = self.reduce_split(nout, nred)
+        pv = self.empty((nout * G,), partial_dtype(red))
+        pi = self.empty((nout * G,) if is_arg(red) else (1,), np.int64)
+        kernel.fn[self._blocks(nout * G, 1), tpb, stream](target, *params, *consts, pv, pi,
+                                                          self._tickets(nout), *m, G)
+        self.release(pv)  # stream order: a later kernel reusing them runs after this one
+        self.release(pi)
+        return 1
+
+    def _tickets(self, n: int):
+        """The block reductions' counters (an int32 per output, 0 between launches: the last
+        block of each output sets its counter back), grown as needed."""
+        t = self._tickets_of.get(self._mode())
+        if t is None or t.size < n:
+            t = self._api().device_array(max(n, 1024), np.int32)
+            t.copy_to_device(np.zeros(t.size, np.int32), stream=self.stream())
+            self._tickets_of[self._mode()] = t
+        return t
 
     # ---- non-fusion nodes
     def run_node(self, n: Node, args: list, inplace: bool = False):
@@ -601,7 +620,11 @@ class CudaBackend(Backend):
         return out
 
 
-def _fin_of(kernel):
-    """The second-pass kernel of a reduction, from the same generated module."""
+def _sim_ldcg(a, i):
+    return a[i]
+
+
+def _thread_of(kernel):
+    """A reduction's thread-per-output kernel (cuda/reduce.py), from the same module."""
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
-    return getattr(mod, (kernel.meta or {}).get("fin", kernel.name + "_fin"))
+    return getattr(mod, (kernel.meta or {}).get("thread", kernel.name + "_t"))

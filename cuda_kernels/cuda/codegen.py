@@ -13,7 +13,7 @@ from tracer.ir.registry import OPS
 from ..emit import Emitter, tname
 from ..helpers import HELPERS
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, ident_literal,
-                        reduce_layout, row_index, row_plan, stores)
+                        row_index, row_plan, stores)
 
 HEADER = """import math
 import numba
@@ -124,98 +124,6 @@ def _in_order(red: Node) -> bool:
     nan), besides rounding otherwise. One thread multiplies the whole reduced range in order;
     the other threads and blocks give the identity, which the trees multiply in exactly."""
     return OPS[red.op].ufunc is np.multiply and acc_dtype(red).kind == "f"
-
-
-def gen_reduce(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
-    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
-    p = src.ndim
-    acc_t = tname(acc_dtype(red))
-    sh_t = NB_TYPES[acc_dtype(red).name]
-    combine = combine_text(red)
-    em._need(combine)
-    base = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts]
-    sizes = [f"m{k}" for k in range(p)]
-    nout = " * ".join(f"m{k}" for k in kept) or "1"
-    nred = " * ".join(f"m{k}" for k in redax) or "1"
-
-    def comb(a: str, b: str) -> str:
-        return f"{acc_t}({combine_expr(combine, a, b)})"
-
-    def tree(ind: str) -> list[str]:
-        L = [f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}", f"{ind}while s > 0:",
-             f"{ind}    if tid < s:"]
-        if is_arg:
-            L += [f"{ind}        if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'shv[tid + s]', 'shi[tid + s]')}:",
-                  f"{ind}            shv[tid] = shv[tid + s]",
-                  f"{ind}            shi[tid] = shi[tid + s]"]
-        else:
-            L.append(f"{ind}        shv[tid] = {comb('shv[tid]', 'shv[tid + s]')}")
-        L += [f"{ind}    cuda.syncthreads()", f"{ind}    s //= 2"]
-        return L
-
-    shared = [f"    shv = cuda.shared.array({tpb}, {sh_t})"]
-    if is_arg:
-        shared.append(f"    shi = cuda.shared.array({tpb}, numba.int64)")
-    # pass 1: partials[o, g]
-    stmts: list[str] = []
-    v = em.emit(src, tuple(j), stmts, {})
-    L = ["@_jit", f"def {name}({', '.join(base + ['pv', 'pi'] + sizes + ['G'])}):"]
-    L += shared
-    L += ["    tid = cuda.threadIdx.x", f"    nout = {nout}", f"    nred = {nred}",
-          "    for blk in range(cuda.blockIdx.x, nout * G, cuda.gridDim.x):",
-          "        o = blk // G", "        g = blk % G"]
-    L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
-    if is_arg:
-        L += [f"        acc = {acc_t}(0)", "        bi = -1"]  # empty until a value is seen
-    else:
-        L.append(f"        acc = {acc_t}({ident_literal(red)})")
-    if _in_order(red):
-        L.append("        for r in range(nred if g == 0 and tid == 0 else 0):")
-    else:
-        L.append(f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
-    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
-    L += ["            " + s for s in stmts]
-    if is_arg:
-        L += [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
-              f"                acc = {v}", "                bi = r"]
-        L += ["        shv[tid] = acc", "        shi[tid] = bi"]
-        L += tree("        ")
-        L += ["        if tid == 0:", "            pv[o, g] = shv[0]", "            pi[o, g] = shi[0]"]
-    else:
-        L.append(f"            acc = {comb('acc', v)}")
-        L.append("        shv[tid] = acc")
-        L += tree("        ")
-        L += ["        if tid == 0:", "            pv[o, g] = shv[0]"]
-    # No barrier before the next output: after the tree's last barrier only thread 0 reads
-    # shv[0] (and shi[0]), and the next output's first writes are to each thread's own slot.
-
-    # pass 2: combine the G partials of each output, then the epilogue
-    F = ["", "", "@_jit", f"def {name}_fin({', '.join(base + ['pv', 'pi'] + sizes + ['G'])}):"]
-    F += shared
-    F += ["    tid = cuda.threadIdx.x", f"    nout = {nout}",
-          "    for o in range(cuda.blockIdx.x, nout, cuda.gridDim.x):"]
-    F += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
-    if is_arg:
-        F += ["        shv[tid] = pv[o, 0]", "        shi[tid] = -1"]
-        F += [f"        for g in range(tid, G, {tpb}):",
-              f"            if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'pv[o, g]', 'pi[o, g]')}:",
-              "                shv[tid] = pv[o, g]", "                shi[tid] = pi[o, g]"]
-    else:
-        F += [f"        acc = {acc_t}({ident_literal(red)})",
-              f"        for g in range(tid, G, {tpb}):",
-              f"            acc = {comb('acc', 'pv[o, g]')}",
-              "        shv[tid] = acc"]
-    F += tree("        ")
-    estmts: list[str] = []
-    em.override[id(red)] = "r"
-    res = em.emit(body, tuple(j[k] for k in kept), estmts, {})
-    em.override.clear()
-    rv = "shi[0]" if is_arg else f"{tname(red.dtype)}(shv[0])"
-    F += ["        if tid == 0:", f"            r = {rv}"]
-    F += ["            " + s for s in estmts]
-    target = ", ".join(j[k] for k in kept) or "0"
-    F.append(f"            out[{target}] = {res}")
-    return "\n".join(L + F)
 
 
 def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:

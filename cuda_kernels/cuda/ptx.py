@@ -21,9 +21,10 @@ from tracer.ir.node import Node
 from tracer.ir.config import context
 from ..compiler import load_kernels
 from ..emit import Emitter
-from ..planning import acc_dtype, find_reduce, row_plan
+from ..planning import find_reduce, row_plan
 from .backend import CudaBackend
 from .cache import ptx as cached_ptx
+from .reduce import partial_dtype
 
 
 def nb_array(dtype, ndim: int):
@@ -55,9 +56,12 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
         sig += [numba.int64] * len(row_plan(body).shape)
     elif kernel.kind == "reduce":  # (horizontal kernels take no size arguments)
         red = find_reduce(body)
-        sig += [nb_array(acc_dtype(red), 2), nb_array(np.int64, 2)]
-        sig += [numba.int64] * (red.inputs[0].ndim + 1)
-        names.append(kernel.name + "_fin")
+        sizes = [numba.int64] * red.inputs[0].ndim
+        block = sig + [nb_array(partial_dtype(red), 1), nb_array(np.int64, 1),
+                       nb_array(np.int32, 1)] + sizes + [numba.int64]
+        return {kernel.name: cached_ptx(getattr(mod, kernel.name), tuple(block), cc),
+                kernel.name + "_t": cached_ptx(getattr(mod, kernel.name + "_t"),
+                                               tuple(sig + sizes), cc)}
     return {n: cached_ptx(getattr(mod, n), tuple(sig), cc) for n in names}  # the disk cache's
 
 

@@ -51,11 +51,16 @@ def test_fusion_kernels_compile_to_ptx(name):
     assert len(fusions) == len(plan.kernels) >= 1
     for f, k in zip(fusions, plan.kernels):
         ptxs = compile_ptx(f, k, cc=(9, 0))
-        assert len(ptxs) == (2 if k.kind == "reduce" else 1)  # reductions: two passes
+        assert len(ptxs) == (2 if k.kind == "reduce" else 1)  # reductions: two forms
         for kname, ptx in ptxs.items():
             _ok(kname, ptx)
-            if k.kind in ("reduce", "row"):
-                assert "bar.sync" in ptx and "atom." not in ptx  # tree in shared memory
+            if k.kind == "row" or (k.kind == "reduce" and not kname.endswith("_t")):
+                assert "bar.sync" in ptx  # a tree in shared memory
+            if k.kind == "reduce":  # the block form's ticket, the only atomic
+                assert ptx.count("atom.") == (0 if kname.endswith("_t") else 1)
+                assert ("ld.global.cg" in ptx) != kname.endswith("_t")
+            elif k.kind == "row":
+                assert "atom." not in ptx
 
 
 @pytest.mark.nvrtc

@@ -22,21 +22,8 @@ from sweep.test_registry_sweep import (  # noqa: F401 - collected here: run on t
 pytestmark = [pytest.mark.lazy, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
-# Cases the device gets wrong today: {test id: why}. Remove a line once it passes (strict).
-_ORDER = ("the device combines a reduction's threads in a tree, NumPy in sequence: where a "
-          "partial overflows (max + max, 1e30 * 1e30, then * 0 or + -inf) they disagree on "
-          "inf, nan or finite")
-KNOWN = {
-    "test_reduction[sum-float64]": _ORDER,
-    "test_float32_sum_overflows_in_float32": "float32 sums accumulate in float64 on the device "
-                                             "(planning.acc_dtype): 3e38 + 3e38 does not "
-                                             "overflow there; " + _ORDER,
-}
-
 
 @pytest.fixture(autouse=True)
 def sim(request):
-    if request.node.name in KNOWN:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN[request.node.name], strict=True))
     with context(backend="cuda", cuda_sim=True):  # (conftest sets the GIL switch interval)
         yield

@@ -1,0 +1,249 @@
+"""CUDA reduction kernels, chosen by shape at launch (`strategy`). Each reduce kernel is
+generated in two forms:
+
+- `<name>_t`, a thread per output: the thread walks its output's reduced elements in NumPy's
+  order, so the result is NumPy's to the bit. NumPy reduces a C-ordered operand with size-1
+  axes dropped: the trailing run of reduced axes (`trailing_run`) is its inner loop, which
+  float sums add pairwise (numpy's `pairwise_sum`: below 8 values in sequence; up to 128 in 8
+  interleaved partials, combined ((0+1)+(2+3))+((4+5)+(6+7)), then the rest in sequence); the
+  runs are added to the output in order, from +0.0. Other reductions (products, max, arg-
+  reductions, integers) go in sequence. A float sum is pairwise-exact for runs of up to 128
+  values (one leaf of numpy's recursion); longer runs take the block form. No shared memory,
+  no barrier, one launch, the epilogue fused.
+- `<name>`, G blocks per output: each thread strides over the reduced elements, the block
+  combines its threads in a shared-memory tree; with G == 1 the block applies the epilogue and
+  writes the output; with G > 1 each block writes a partial and takes a ticket (an atomic add
+  on the output's counter after a fence), and the block that takes the last ticket combines
+  the G partials in a fixed tree and writes the output (the "last block finishes" pass of the
+  CUDA programming guide's fence example), then sets the counter back to 0 for the next launch.
+  One launch; results are the same from run to run (the order is fixed by G and the block
+  size, never by which block finishes first). Floats accumulate by planning.acc_dtype.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tracer.ir.node import Node
+from tracer.ir.registry import OPS
+from ..emit import tname
+from ..planning import acc_dtype, combine_expr, combine_text, ident_literal, reduce_layout
+from .codegen import NB_TYPES, _arg_pick, _in_order, _unflatten
+
+PAIRWISE_LEAF = 128   # numpy's PW_BLOCKSIZE: a run this long or shorter is one leaf
+THREAD_MAX_RED = 4096  # a thread per output walks at most this many values...
+THREAD_MIN_OUT = 4096  # ...and does so past short runs only where outputs fill the device
+SHORT_RED = 64         # a run this short always gets a thread per output
+FORCE: str | None = None  # tests set "thread" or "block" to run one form everywhere it can
+
+
+def pairwise(red: Node) -> bool:
+    """A float sum: numpy adds its inner run pairwise, in the sum's dtype."""
+    return OPS[red.op].ufunc is np.add and red.dtype.kind == "f"
+
+
+def trailing_run(shape: tuple, axes) -> int:
+    """The length of numpy's inner reduction loop over a C-ordered operand of `shape`: the
+    reduced axes after the last kept axis longer than 1."""
+    run = 1
+    for k in range(len(shape) - 1, -1, -1):
+        if k in axes:
+            run *= shape[k]
+        elif shape[k] != 1:
+            break
+    return run
+
+
+def partial_dtype(red: Node) -> np.dtype:
+    """The dtype of the block form's partials: the accumulator's (bool as uint8: the cached
+    load `_ldcg` has no 1-bit form)."""
+    dt = acc_dtype(red)
+    return np.dtype(np.uint8) if dt.kind == "b" else dt
+
+
+def strategy(red: Node, shape: tuple, sim: bool) -> str:
+    """"thread" (a thread per output, numpy's order) or "block" (G blocks per output) for a
+    reduction of an operand of `shape`. Under the simulator, where a thread costs about as
+    much as an element, the thread form takes every reduction numpy's order allows, so the
+    sweeps check it everywhere; the block form still runs for long float-sum runs and is
+    tested on its own."""
+    axes = red.attr("axes")
+    nred = math.prod(d for k, d in enumerate(shape) if k in axes)
+    nout = math.prod(d for k, d in enumerate(shape) if k not in axes)
+    if pairwise(red) and trailing_run(shape, axes) > PAIRWISE_LEAF:
+        return "block"
+    if FORCE:
+        return FORCE
+    if sim or nred <= SHORT_RED or (nred <= THREAD_MAX_RED and nout >= THREAD_MIN_OUT):
+        return "thread"
+    return "block"
+
+
+def _epilogue(em, body: Node, red: Node, j, kept, value: str, ind: str) -> list[str]:
+    """Statements writing the output from the reduced value `value`."""
+    stmts: list[str] = []
+    em.override[id(red)] = "r"
+    res = em.emit(body, tuple(j[k] for k in kept), stmts, {})
+    em.override.clear()
+    target = ", ".join(j[k] for k in kept) or "0"
+    return [f"{ind}r = {value}"] + [ind + s for s in stmts] + [f"{ind}out[{target}] = {res}"]
+
+
+def gen_thread(em, body: Node, name: str) -> str:
+    """`<name>_t`: a thread per output, numpy's order (module docstring)."""
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
+    p = src.ndim
+    pw = pairwise(red)
+    acc = red.dtype if pw else acc_dtype(red)
+    acc_t = tname(acc)
+    combine = combine_text(red)
+    em._need(combine)
+    args = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts] + \
+        [f"m{k}" for k in range(p)]
+    rsizes = [f"m{k}" for k in redax]
+    L = ["@_jit", f"def {name}_t({', '.join(args)}):",
+         f"    nout = {' * '.join(f'm{k}' for k in kept) or '1'}",
+         f"    nred = {' * '.join(rsizes) or '1'}",
+         "    for o in range(cuda.grid(1), nout, cuda.gridsize(1)):"]
+    L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
+
+    def value(r: str, ind: str) -> tuple[list[str], str]:
+        """Statements computing the source at flat reduced index `r`, and its name."""
+        stmts: list[str] = []
+        v = em.emit(src, tuple(j), stmts, {})
+        return _unflatten(r, [j[k] for k in redax], rsizes, ind) + [ind + s for s in stmts], v
+
+    def comb(a: str, b: str) -> str:
+        return f"{acc_t}({combine_expr(combine, a, b)})"
+
+    if is_arg:
+        L += [f"        acc = {acc_t}(0)", "        bi = -1",
+              "        for r in range(nred):"]
+        st, v = value("r", "            ")
+        L += st + [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
+                   f"                acc = {v}", "                bi = r"]
+        L += _epilogue(em, body, red, j, kept, "bi", "        ")
+        return "\n".join(L)
+    L.append(f"        acc = {acc_t}({ident_literal(red)})")
+    if not pw:
+        L.append("        for r in range(nred):")
+        st, v = value("r", "            ")
+        L += st + [f"            acc = {comb('acc', v)}"]
+        L += _epilogue(em, body, red, j, kept, f"{tname(red.dtype)}(acc)", "        ")
+        return "\n".join(L)
+    # numpy's pairwise leaf over each run of T values, the runs added in order
+    run = ["T = 1"]
+    for k in reversed(redax):
+        longer = [f"m{q} != 1" for q in kept if q > k]
+        run.append(f"if not ({' or '.join(longer)}):" if longer else "if True:")
+        run.append(f"    T *= m{k}")
+    z = f"{acc_t}(-0.0)"
+    L += ["        " + s for s in run]
+    L += ["        for lo in range(0, nred, max(T, 1)):",  # (T is 0 only where nred is)
+          "            n8 = T - T % 8",
+          f"            q0 = q1 = q2 = q3 = q4 = q5 = q6 = q7 = {z}",
+          "            for i in range(0, n8, 8):"]
+    for k in range(8):
+        st, v = value(f"lo + i + {k}", "                ")
+        L += st + [f"                q{k} = {acc_t}(q{k} + {v})"]
+    L += ["            if T < 8:",
+          f"                s = {z}",
+          "            else:",
+          f"                s = {acc_t}({acc_t}({acc_t}(q0 + q1) + {acc_t}(q2 + q3)) + "
+          f"{acc_t}({acc_t}(q4 + q5) + {acc_t}(q6 + q7)))",
+          "            for r in range(lo + n8, lo + T):"]
+    st, v = value("r", "                ")
+    L += st + [f"                s = {acc_t}(s + {v})",
+               f"            acc = {acc_t}(acc + s)"]
+    L += _epilogue(em, body, red, j, kept, "acc", "        ")
+    return "\n".join(L)
+
+
+def gen_block(em, body: Node, name: str, tpb: int) -> str:
+    """`<name>`: G blocks per output, one launch (module docstring). Arguments after the
+    output, params and consts: pv/pi (the partials, flat [o * G + g]), cnt (an int32 counter
+    per output, 0 between launches), the operand's sizes, G."""
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
+    p = src.ndim
+    acc_t = tname(acc_dtype(red))
+    sh_t = NB_TYPES[acc_dtype(red).name]
+    combine = combine_text(red)
+    em._need(combine)
+    args = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts] + \
+        ["pv", "pi", "cnt"] + [f"m{k}" for k in range(p)] + ["G"]
+
+    def comb(a: str, b: str) -> str:
+        return f"{acc_t}({combine_expr(combine, a, b)})"
+
+    def tree(ind: str) -> list[str]:
+        L = [f"{ind}cuda.syncthreads()", f"{ind}s = {tpb // 2}", f"{ind}while s > 0:",
+             f"{ind}    if tid < s:"]
+        if is_arg:
+            L += [f"{ind}        if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'shv[tid + s]', 'shi[tid + s]')}:",
+                  f"{ind}            shv[tid] = shv[tid + s]",
+                  f"{ind}            shi[tid] = shi[tid + s]"]
+        else:
+            L.append(f"{ind}        shv[tid] = {comb('shv[tid]', 'shv[tid + s]')}")
+        L += [f"{ind}    cuda.syncthreads()", f"{ind}    s //= 2"]
+        return L
+
+    result = "shi[0]" if is_arg else f"{tname(red.dtype)}(shv[0])"
+    L = ["@_jit", f"def {name}({', '.join(args)}):",
+         f"    shv = cuda.shared.array({tpb}, {sh_t})"]
+    if is_arg:
+        L.append(f"    shi = cuda.shared.array({tpb}, numba.int64)")
+    L += ["    last = cuda.shared.array(1, numba.int32)",
+          "    tid = cuda.threadIdx.x",
+          f"    nout = {' * '.join(f'm{k}' for k in kept) or '1'}",
+          f"    nred = {' * '.join(f'm{k}' for k in redax) or '1'}",
+          "    for blk in range(cuda.blockIdx.x, nout * G, cuda.gridDim.x):",
+          "        o = blk // G", "        g = blk % G"]
+    L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
+    stmts: list[str] = []
+    v = em.emit(src, tuple(j), stmts, {})
+    if is_arg:
+        L += [f"        acc = {acc_t}(0)", "        bi = -1"]  # empty until a value is seen
+    else:
+        L.append(f"        acc = {acc_t}({ident_literal(red)})")
+    L.append("        for r in range(nred if g == 0 and tid == 0 else 0):" if _in_order(red) else
+             f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
+    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
+    L += ["            " + s for s in stmts]
+    if is_arg:
+        L += [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
+              f"                acc = {v}", "                bi = r",
+              "        shv[tid] = acc", "        shi[tid] = bi"]
+    else:
+        L += [f"            acc = {comb('acc', v)}", "        shv[tid] = acc"]
+    L += tree("        ")
+    L += ["        if G == 1:", "            if tid == 0:"]
+    L += _epilogue(em, body, red, j, kept, result, "                ")
+    L += ["            continue",
+          "        if tid == 0:", "            pv[blk] = shv[0]"]
+    if is_arg:
+        L.append("            pi[blk] = shi[0]")
+    # the partial is visible device-wide before the ticket is taken; the last block reads
+    # partials past its L1 (_ldcg), which may hold none of them
+    L += ["            cuda.threadfence()",
+          "            last[0] = 1 if cuda.atomic.add(cnt, o, 1) == G - 1 else 0",
+          "        cuda.syncthreads()",
+          "        if last[0]:"]
+    if is_arg:
+        L += ["            shv[tid] = _ldcg(pv, o * G)", "            shi[tid] = -1",
+              f"            for h in range(tid, G, {tpb}):",
+              "                hv = _ldcg(pv, o * G + h)",
+              "                hi = _ldcg(pi, o * G + h)",
+              f"                if {_arg_pick(red, 'shv[tid]', 'shi[tid]', 'hv', 'hi')}:",
+              "                    shv[tid] = hv", "                    shi[tid] = hi"]
+    else:
+        L += [f"            acc = {acc_t}({ident_literal(red)})",
+              f"            for h in range(tid, G, {tpb}):",
+              f"                acc = {comb('acc', '_ldcg(pv, o * G + h)')}",
+              "            shv[tid] = acc"]
+    L += tree("            ")
+    L += ["            if tid == 0:", "                cnt[o] = 0"]
+    L += _epilogue(em, body, red, j, kept, result, "                ")
+    # No barrier before the next output: every thread read last[0] before the tree's barriers
+    # that thread 0 passes before writing it again; after a tree only thread 0 reads shv[0].
+    return "\n".join(L)
