@@ -19,12 +19,16 @@ NumPy's semantics
   `kind="stable"`, and what its default gives on small arrays). NaNs go last: CuPy compares
   with a NaN-aware `<` except on 1-D floats, where it sorts by CUB radix on the bit pattern,
   which puts a NaN with its sign bit set (x86's inf - inf, `-np.nan`) first; `nan_last`
-  rewrites every NaN as the positive quiet NaN before the sort (NumPy's own AVX-512 sort
-  writes that NaN back too). Radix sort treats -0.0 as +0.0, as NumPy's `<` does.
+  rewrites every NaN as the positive quiet NaN before the sort (so a sorted result's NaNs
+  differ from NumPy's only in sign and payload bits). Radix sort treats -0.0 as +0.0, as
+  NumPy's `<` does.
 - cumsum, cumprod: the dtype NumPy's rules chose (the node's `dtype` attribute). Integer
   scans are exact (wrap-around included); float scans combine in a parallel order, so, as
   with the device reductions, roundings (and where an overflow to inf happens) may differ
   from NumPy's left-to-right loop.
+
+Memory: results go to tracer's pool and CuPy writes them in place; the scratch CuPy allocates
+meanwhile comes from tracer's pool too (`_scratch`), so nothing stays cached in CuPy's pool.
 
 Everything else (the simulator, CuPy missing or no GPU, other dtypes) runs today's path: the
 tiled matmul kernel below, or the host round trip for sorts and scans. `stats()` counts
@@ -91,7 +95,8 @@ def run(backend, n: Node, args: list):
     if out.size == 0:
         return out
     dev = backend.device_id()
-    with cp.cuda.Device(dev), _stream(cp, backend.stream()):
+    with cp.cuda.Device(dev), _stream(cp, backend.stream()), \
+            cp.cuda.using_allocator(lambda nbytes: _scratch(cp, backend, nbytes, dev)):
         ins = [as_cupy(cp, x, dev) for x in xs]
         _CALLS[n.op](cp, n, ins, as_cupy(cp, out, dev))
     return out
@@ -107,6 +112,29 @@ def as_cupy(cp, x, dev: int):
     span = sum((k - 1) * s for k, s in zip(shape, strides)) + item if x.size else 0
     mem = cp.cuda.UnownedMemory(d["data"][0], span, x, dev)
     return cp.ndarray(shape, x.dtype, cp.cuda.MemoryPointer(mem, 0), strides)
+
+
+class _Lease:
+    """Owns a pool block CuPy is using; gives it back to the pool when CuPy lets go of it (the
+    stream orders its later users after CuPy's kernels, as for every pool block)."""
+
+    __slots__ = ("backend", "block")
+
+    def __init__(self, backend, block):
+        self.backend, self.block = backend, block
+
+    def __del__(self):
+        self.backend.release(self.block)
+
+
+def _scratch(cp, backend, nbytes: int, dev: int):
+    """CuPy's own allocations while it runs one of our ops (Thrust's temporary storage,
+    argsort's keys and indices) from tracer's pool: counted and reused there, where CuPy's
+    pool would keep them, unseen by the memory budget, after the op."""
+    block = backend.empty((nbytes,), np.uint8)
+    mem = cp.cuda.UnownedMemory(interface(block, None)["data"][0], nbytes, _Lease(backend, block),
+                                dev)
+    return cp.cuda.MemoryPointer(mem, 0)
 
 
 def _stream(cp, stream):

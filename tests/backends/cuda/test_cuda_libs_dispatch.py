@@ -39,11 +39,14 @@ def no_host(monkeypatch):
     monkeypatch.setattr(cuda_mod, "eval_node", boom)
 
 
+SCRATCH = 4104  # bytes of scratch the fake argsort asks for (a size nothing else uses)
+
+
 def fake_cupy(device_count: int = 1):
     """A stand-in for CuPy: the names libs.py uses, NumPy underneath, every call recorded with
     the stream and device current at the time."""
     log: list = []
-    state = {"stream": None, "device": None}
+    state = {"stream": None, "device": None, "allocator": None}
 
     def rec(name, fn):
         def call(*a, **k):
@@ -87,11 +90,17 @@ def fake_cupy(device_count: int = 1):
     cuda = types.SimpleNamespace(
         runtime=runtime, Stream=Stream, UnownedMemory=unowned,
         MemoryPointer=lambda mem, off: types.SimpleNamespace(mem=mem, off=off),
-        Device=lambda dev: using("device", dev))
+        Device=lambda dev: using("device", dev),
+        using_allocator=lambda fn: using("allocator", fn))
+
+    def argsort(a, axis):
+        state["allocator"](SCRATCH)  # (Thrust's temporary storage), let go at once
+        return numpy.argsort(a, axis=axis, kind="stable")
+
     mod = types.SimpleNamespace(
         cuda=cuda, ndarray=ndarray, matmul=rec("matmul", numpy.matmul),
         copyto=rec("copyto", numpy.copyto), isnan=rec("isnan", numpy.isnan),
-        argsort=rec("argsort", lambda a, axis: numpy.argsort(a, axis=axis, kind="stable")),
+        argsort=rec("argsort", argsort),
         cumsum=rec("cumsum", numpy.cumsum), cumprod=rec("cumprod", numpy.cumprod))
     mod.log = log
     return mod
@@ -179,7 +188,7 @@ def test_supported_dtypes():
     a32, a64, i32 = (np.asarray(_rand((2, 2), d)) for d in ("float32", "float64", "int32"))
     assert libs.supports((a32 @ a32)._node) and libs.supports((a64 @ a64)._node)
     assert not libs.supports((i32 @ i32)._node)     # integers: our kernel (cuBLAS has no int GEMM)
-    e1, e2 = np.asarray(numpy.ones((3, 0), numpy.float32)), np.asarray(numpy.ones((0, 2), numpy.float32))
+    e1, e2 = (np.asarray(numpy.ones(s, numpy.float32)) for s in ((3, 0), (0, 2)))
     assert not libs.supports((e1 @ e2)._node)       # K = 0: our kernel writes the zeros
     h16 = np.asarray(_rand((4,), numpy.float16))
     assert not libs.supports(np.sort(h16)._node) and libs.supports(np.sort(a32)._node)
@@ -258,6 +267,7 @@ def test_sort_argsort_and_scans(fake, no_host):
     assert got.dtype == numpy.intp
     (call,) = _calls(fake, "argsort")
     assert not numpy.signbit(call[3][0][numpy.isnan(call[3][0])]).any()  # keys, a copy
+    assert backends.get("cuda").pool._free.get(SCRATCH)  # scratch from our pool, and back
     h2 = _rand((3, 5), numpy.int32)
     for fn, ref in [(lambda x: np.sort(x, axis=0), lambda x: numpy.sort(x, axis=0)),
                     (np.argsort, lambda x: numpy.argsort(x, kind="stable")),
