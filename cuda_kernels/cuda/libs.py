@@ -31,7 +31,8 @@ Memory: results go to tracer's pool and CuPy writes them in place; the scratch C
 meanwhile comes from tracer's pool too (`_scratch`), so nothing stays cached in CuPy's pool.
 
 Everything else (the simulator, CuPy missing or no GPU, other dtypes) runs today's path: the
-tiled matmul kernel below, or the host round trip for sorts and scans. `stats()` counts
+tiled matmul kernel below, or the host round trip for sorts and scans; so does an op the
+library raised on (warned once, e.g. CuPy installed without its cuBLAS). `stats()` counts
 `library_calls` (ran by the library) and `library_fallbacks` (could have, did not).
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ import numpy as np
 from tracer.ir.config import CONFIG
 from tracer.ir.node import Node
 from tracer.ir.stats import STATS
+from ..compiler import warn_once
 from .codegen import TILE
 from .memory import cstrides, interface
 
@@ -52,6 +54,7 @@ _NUMBERS = frozenset(np.dtype(d) for d in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128"))
 _LOADED: list = []  # [the library module or None], once tried
+_BROKEN: dict = {}  # op -> the error the library raised on it (it is not asked again)
 _STREAMS: dict = {}  # id(our stream) -> (it, the cupy.cuda.Stream over it)
 
 
@@ -75,6 +78,8 @@ def usable() -> bool:
 
 def supports(n: Node) -> bool:
     """Whether the library computes node n with NumPy's result (see the module docstring)."""
+    if n.op in _BROKEN:
+        return False
     if n.op == "matmul":  # (an empty operand: our kernel writes the zeros)
         return n.dtype in _BLAS and all(i.dtype == n.dtype and i.size for i in n.inputs)
     return n.op in OPS and n.inputs[0].dtype in _NUMBERS and n.dtype in _NUMBERS
@@ -91,14 +96,22 @@ def run(backend, n: Node, args: list):
     cp = library()
     xs = [backend.contiguous(backend._dev(a)) for a in args]
     out = backend.empty(n.shape, n.dtype)
+    if out.size:
+        dev = backend.device_id()
+        try:
+            with cp.cuda.Device(dev), _stream(cp, backend.stream()), \
+                    cp.cuda.using_allocator(lambda nbytes: _scratch(cp, backend, nbytes, dev)):
+                ins = [as_cupy(cp, x, dev) for x in xs]
+                _CALLS[n.op](cp, n, ins, as_cupy(cp, out, dev))
+        except Exception as e:  # noqa: BLE001 - e.g. CuPy without its cuBLAS or NVRTC
+            # inputs are untouched and `out` is new: today's path can still compute n
+            _BROKEN[n.op] = e
+            warn_once("library " + n.op, f"CuPy could not run {n.op} ({type(e).__name__}: "
+                      f"{e}); it runs on tracer's own path from now on")
+            backend.release(out)
+            STATS.library_fallbacks += 1
+            return None
     STATS.library_calls += 1
-    if out.size == 0:
-        return out
-    dev = backend.device_id()
-    with cp.cuda.Device(dev), _stream(cp, backend.stream()), \
-            cp.cuda.using_allocator(lambda nbytes: _scratch(cp, backend, nbytes, dev)):
-        ins = [as_cupy(cp, x, dev) for x in xs]
-        _CALLS[n.op](cp, n, ins, as_cupy(cp, out, dev))
     return out
 
 

@@ -111,6 +111,7 @@ def fake(monkeypatch):
     """The fake library, taken as usable (as on a GPU) although the simulator runs."""
     cp = fake_cupy()
     monkeypatch.setattr(libs, "_LOADED", [cp])
+    monkeypatch.setattr(libs, "_BROKEN", {})
     monkeypatch.setattr(libs, "_STREAMS", {})
     monkeypatch.setattr(libs, "usable", lambda: True)
     return cp
@@ -200,6 +201,20 @@ def test_unsupported_dtypes_keep_our_kernel(fake, no_host):
     numpy.testing.assert_array_equal(got, hi @ hj)
     assert (d.library_calls, d.library_fallbacks, d.kernels_launched) == (0, 1, 1)
     assert fake.log == []
+
+
+def test_an_op_the_library_fails_on_runs_our_path(fake, no_host, monkeypatch):
+    def no_cublas(*a, **k):
+        raise ImportError("libcublas.so.13: cannot open shared object file")
+    fake.matmul = no_cublas
+    monkeypatch.setattr(cuda_mod.libs, "warn_once", lambda topic, msg: warned.append(msg))
+    warned: list = []
+    ha, hb = _rand((5, 7)), _rand((7, 3), seed=1)
+    for _ in range(2):
+        got, d = _run(lambda a, b: a @ b, ha, hb)
+        numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-5)
+        assert (d.library_calls, d.library_fallbacks, d.kernels_launched) == (0, 1, 1)
+    assert "libcublas" in warned[0] and set(libs._BROKEN) == {"matmul"}
 
 
 # ---------------------------------------------------------------- what the library is handed
@@ -307,3 +322,27 @@ def test_nan_last_gives_numpys_order_to_a_radix_sort():
     libs.nan_last(numpy, keys)
     numpy.testing.assert_array_equal(_radix_order(keys), want)
     numpy.testing.assert_array_equal(keys[~numpy.isnan(h)], h[~numpy.isnan(h)])  # -0.0 kept
+
+
+def test_real_cupy_wraps_our_memory(monkeypatch):
+    """The calls of libs.py that need no device, against the real CuPy (where installed): our
+    array (here a simulator one, in host memory) seen by CuPy at its own address, transposed as
+    a view; the stream taken by the CUDA stream protocol; scratch leased from the pool."""
+    cupy = pytest.importorskip("cupy")
+    be = backends.get("cuda")
+    x = be.from_host(numpy.arange(12, dtype=numpy.float32).reshape(3, 4))
+    c = libs.as_cupy(cupy, x, 0)
+    ptr = x._ary.__array_interface__["data"][0]
+    assert (c.shape, c.strides, c.dtype, c.data.ptr) == ((3, 4), (16, 4), x.dtype, ptr)
+    assert c.swapaxes(-1, -2).strides == (4, 16) and c.swapaxes(-1, -2).data.ptr == ptr
+
+    class Ours:
+        def __cuda_stream__(self):
+            return (0, 4242)
+    monkeypatch.setattr(libs, "_STREAMS", {})
+    s = Ours()
+    assert libs._stream(cupy, s).ptr == 4242 and libs._stream(cupy, s) is libs._stream(cupy, s)
+    mp = libs._scratch(cupy, be, SCRATCH + 8, 0)
+    assert mp.ptr and not be.pool._free.get(SCRATCH + 8)
+    del mp
+    assert be.pool._free.get(SCRATCH + 8)  # CuPy let go: the block is the pool's again
