@@ -346,3 +346,19 @@ def test_real_cupy_wraps_our_memory(monkeypatch):
     assert mp.ptr and not be.pool._free.get(SCRATCH + 8)
     del mp
     assert be.pool._free.get(SCRATCH + 8)  # CuPy let go: the block is the pool's again
+
+
+# ---------------------------------------------------------------- the distance rewrite's threshold
+
+def test_distance_threshold_is_per_backend(monkeypatch):
+    """opt/distance.py reads the GEMM form's minimum D for the backend being optimized for."""
+    from tracer.ir import toposort
+    from tracer.opt import distance
+    hx = numpy.random.default_rng(0).standard_normal((5, 16)).astype(numpy.float32)
+    monkeypatch.setitem(distance.MIN_DIM_BY_BACKEND, "cuda", 17)
+    X, Y = np.asarray(hx), np.asarray(hx[:4])
+    roots = [((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)._node]
+    for backend, gemm in [("cpu", True), ("cuda", False)]:
+        with context(backend=backend):
+            ops = {n.op for n in toposort(distance.euclidean_distance(roots))}
+        assert ("matmul" in ops) == gemm, backend
