@@ -209,8 +209,8 @@ def _operand3(backend, x, batch: tuple, nbatch: int):
 
 def tiled_matmul(backend, n: Node, args):
     """n = a @ b by the tiled shared-memory kernel (codegen.gen_matmul): 16x16 tiles, batch
-    dims on grid z; bool/int/uint/float32/float64 results, and every dtype the library does
-    not take or where it is not usable."""
+    dims on grid z. For bool/int/uint/float32/float64 results the library does not take, or
+    where it is not usable."""
     a, b = (backend.contiguous(x) for x in args)
     ta, tb = n.attr("ta", False), n.attr("tb", False)
     M, N = n.shape[-2:]
