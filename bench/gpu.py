@@ -62,7 +62,7 @@ from bench.bench_foundation import rel_err, timed  # noqa: E402
 
 STATS_FIELDS = ("kernels_launched", "host_waits", "h2d_copies", "h2d_bytes", "d2h_copies",
                 "d2h_bytes", "plan_cache_hits", "kernels_compiled", "interpreted_nodes",
-                "split_chunks")
+                "split_chunks", "library_calls", "library_fallbacks")
 TIME_LIMIT = 540.0  # seconds: cases left when the run passes this are skipped (issue: < 10 min)
 
 

@@ -12,6 +12,8 @@ class Stats:
     cache_hits_disk: int = 0
     recompiles: int = 0
     fallbacks: int = 0
+    library_calls: int = 0      # cuda: ops run by a vendor library (cuBLAS, Thrust/CUB via CuPy)
+    library_fallbacks: int = 0  # ... and ops it takes that ran our kernel or the host instead
     interpreted_nodes: int = 0
     small_graphs: int = 0     # evaluations of small arrays only, run by NumPy op by op
     evaluations: int = 0

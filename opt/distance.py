@@ -14,6 +14,7 @@ the error relative to |A|^2 + |B|^2 rather than to the distance, so only float32
 """
 from __future__ import annotations
 
+from tracer.ir.config import CONFIG
 from tracer.ir.node import Node, make_const
 from .dots import build, reshape, swap
 from .rewrite import apply_rules
@@ -23,6 +24,9 @@ from .rewrite import apply_rules
 # result per (i, j). Measured on the cpu backend (N = M = 1000, float32) the GEMM form is
 # slower at D <= 4 and faster from D = 8 on (D = 16: about 2x; D = 64: about 5x).
 MIN_DIM = 8
+# per backend, read while optimizing (plans are cached per backend); cuda's is the cpu number
+# until it is measured on a GPU (cuBLAS against the fused loop)
+MIN_DIM_BY_BACKEND = {"cpu": MIN_DIM, "cuda": MIN_DIM}
 
 
 def _squared(n: Node) -> Node | None:
@@ -65,7 +69,8 @@ def expand_distance(n: Node) -> Node | None:
     if n.op != "reduce_sum" or n.dtype.kind != "f" or n.dtype.itemsize < 4:
         return None
     x = n.inputs[0]
-    if x.ndim < 3 or n.attr("axes") != (x.ndim - 1,) or x.shape[-1] < MIN_DIM:
+    if x.ndim < 3 or n.attr("axes") != (x.ndim - 1,) or \
+            x.shape[-1] < MIN_DIM_BY_BACKEND.get(CONFIG.backend, MIN_DIM):
         return None
     d = _squared(x)
     ab = _roles(d) if d is not None and d.op == "subtract" else None

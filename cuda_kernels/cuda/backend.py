@@ -37,9 +37,12 @@ What runs where (`run_node`)
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
     the slice;
-  * matmul for bool/int/uint/float32/float64 results: a tiled shared-memory kernel (16x16 tiles,
-    batch dims on grid z; batch broadcasting other than "all" or "none" first materializes the
-    broadcast operand with a strided copy). Floats accumulate in float64, integers in 64 bits.
+  * matmul, sort, argsort, cumsum, cumprod through CuPy (cuBLAS, Thrust/CUB) on a real device
+    where it is installed (cuda/libs.py: dtypes, NumPy's NaN and tie order);
+  * other matmuls for bool/int/uint/float32/float64 results: a tiled shared-memory kernel (16x16
+    tiles, batch dims on grid z; batch broadcasting other than "all" or "none" first
+    materializes the broadcast operand with a strided copy; libs.tiled_matmul). Floats
+    accumulate in float64, integers in 64 bits.
 - Round trip through the host (copy args to host, `ir.interp.eval_node`, copy the result back):
   every other op (the interpreter fallbacks: ops without kernel templates, complex and float16
   dtypes), and the view/library ops above when a dtype has no device kernel (complex, float16,
@@ -63,10 +66,12 @@ from ..base import ERROR_HOOKS, Backend, Gen, record_launch
 from ..compiler import import_module, write_module
 from ..emit import key_hash, type_aliases
 from ..planning import find_reduce, is_arg, row_plan
-from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
-                      gen_matmul, gen_row, gen_strided_copy)
+from . import libs
+from .codegen import (HEADER, NB_TYPES, CudaEmitter, _tpb, gen_horizontal, gen_loop, gen_matmul,
+                      gen_row, gen_strided_copy)
 from .reduce import gen_block, gen_thread, partial_dtype, strategy
 from .index import device_gather, device_scatter, gen_index
+from .libs import tiled_matmul
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
 from .sim import sim_math
 from .toolchain import device_api
@@ -486,9 +491,9 @@ class CudaBackend(Backend):
     def run_node(self, n: Node, args: list, inplace: bool = False):
         """Views and library ops on the device when their dtypes have kernels; everything else
         (interpreter ops) round-trips through the host. See the module docstring."""
-        out = None
-        if n.op in ("reshape", "slice", "dynamic_slice", "transpose", "broadcast_to",
-                    "concatenate", "setslice", "matmul") and \
+        out = libs.run(self, n, args)  # cuBLAS, sorts and scans where the library can
+        if out is None and n.op in ("reshape", "slice", "dynamic_slice", "transpose",
+                                    "broadcast_to", "concatenate", "setslice", "matmul") and \
                 _on_device_dtype(n.dtype, *(i.dtype for i in n.inputs)):
             # (a dynamic slice's starts stay where they are: read on the host)
             dev = [self._dev(a) if k == 0 or n.op != "dynamic_slice" else a
@@ -586,38 +591,8 @@ class CudaBackend(Backend):
                    [s[2] * st for s, st in zip(sl, os_)], cstrides(value.shape))
         return out
 
-    def _operand3(self, x, batch: tuple, nbatch: int):
-        """x (..., r, c) as a 3-D (batches, r, c) array and its batch step (0: shared)."""
-        shape = tuple(x.shape)  # the simulator's shape objects take no negative index
-        xb = shape[:-2]
-        if _math.prod(xb) == 1:
-            return x.reshape((1,) + shape[-2:]), 0
-        if (1,) * (len(batch) - len(xb)) + xb != batch:  # partial broadcast: materialize it
-            x = self._broadcast(x, batch + shape[-2:])
-        return x.reshape((nbatch,) + shape[-2:]), 1
-
     def _matmul(self, n: Node, args):
-        a, b = (self.contiguous(x) for x in args)
-        ta, tb = n.attr("ta", False), n.attr("tb", False)
-        M, N = n.shape[-2:]
-        K = n.inputs[0].shape[-2 if ta else -1]
-        batch = tuple(n.shape[:-2])
-        B = _math.prod(batch)
-        out = self.empty(n.shape, n.dtype)
-        if out.size == 0:
-            return out
-        a3, sa = self._operand3(a, batch, B)
-        b3, sb = self._operand3(b, batch, B)
-        fn = self.library_kernel("matmul", n.dtype.name)
-        tiles = -(-M // TILE) * -(-N // TILE)
-        if CONFIG.cuda_sim:
-            grid = (1, 1, 1)
-        else:
-            gz = min(B, 65535)
-            grid = (max(1, min(tiles, self._blocks(1 << 40, 1) // gz)), 1, gz)
-        self.lib_launch(fn, grid, (TILE, TILE), out.reshape((B, M, N)), a3, b3, sa | 2 * ta,
-                        sb | 2 * tb, M, N, K)
-        return out
+        return tiled_matmul(self, n, args)
 
 
 def _sim_ldcg(a, i):
