@@ -6,12 +6,13 @@ structure, dtypes, ranks and broadcast pattern. Sizes reach kernels as arguments
 from __future__ import annotations
 
 import hashlib
+import itertools
 from typing import Mapping
 
 import numpy as np
 
 from tracer.ir.node import Node, toposort
-from tracer.ir.registry import OPS, Kind, fusion_outputs
+from tracer.ir.registry import OPS, Kind, fusion_outputs, reduce_identity
 from .helpers import HELPERS, helper_source, needed_helpers
 
 TYPE_NAMES = {"bool": "_b1", "int8": "_i8", "int16": "_i16", "int32": "_i32", "int64": "_i64",
@@ -74,6 +75,25 @@ def literal(v) -> str:
     if isinstance(v, float) and v in (float("inf"), float("-inf")):
         return "math.inf" if v > 0 else "-math.inf"
     return repr(v)
+
+
+def _pairwise_leaf(vals: list[str], t: str) -> str:
+    """numpy's pairwise_sum of at most 128 values as one expression: below 8 in sequence;
+    else 8 interleaved partials combined ((0+1)+(2+3))+((4+5)+(6+7)), then the rest."""
+    add = lambda a, b: f"{t}({a} + {b})"  # noqa: E731
+    if len(vals) < 8:
+        s = vals[0] if vals else f"{t}(-0.0)"  # (-0.0 + v is v, to the bit)
+        for v in vals[1:]:
+            s = add(s, v)
+        return s
+    end = len(vals) - len(vals) % 8
+    r = list(vals[:8])
+    for i in range(8, end, 8):
+        r = [add(r[k], vals[i + k]) for k in range(8)]
+    s = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])))
+    for v in vals[end:]:
+        s = add(s, v)
+    return s
 
 
 def _abs_shape(shape) -> str:
@@ -214,6 +234,8 @@ class Emitter:
             for i, p in enumerate(perm):
                 xi[p] = idx[i]
             res = self.emit(n.inputs[0], tuple(xi), out, memo)
+        elif OPS[op].kind is Kind.REDUCE:  # inline (opt/fusion.py): unrolled here
+            res = self._inline_reduce(n, idx, out, memo)
         else:
             d = OPS[op]
             assert d.kind is Kind.ELEMENTWISE, op
@@ -227,6 +249,29 @@ class Emitter:
             res = self.fresh()
             out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)}){self.note(n)}")
         memo[key] = res
+        return res
+
+    def _inline_reduce(self, n: Node, idx: tuple[str, ...], out: list[str], memo: dict) -> str:
+        """An inline reduction at idx, unrolled over its reduced axes (static sizes, in the
+        kernel key) in NumPy's order: a float sum as numpy's pairwise leaf from +0.0, other
+        reductions in sequence from the identity, all in the reduction's dtype."""
+        src, axes, d = n.inputs[0], n.attr("axes"), OPS[n.op]
+        t = tname(n.dtype)
+        vals = []
+        for r in itertools.product(*(range(src.shape[a]) for a in axes)):
+            at, kept = dict(zip(axes, map(str, r))), iter(idx)
+            si = tuple(at[a] if a in at else next(kept) for a in range(src.ndim))
+            vals.append(f"{t}({self.emit(src, si, out, memo)})")
+        res = self.fresh()
+        if d.ufunc is np.add and n.dtype.kind == "f":
+            out.append(f"{res} = {t}({t}(0.0) + {_pairwise_leaf(vals, t)}){self.note(n)}")
+            return res
+        comb = d.combine if isinstance(d.combine, str) else d.combine((n.dtype, n.dtype), n.dtype)
+        self._need(comb)
+        acc = f"{t}({literal(reduce_identity(d, src.dtype))})"
+        for v in vals:
+            acc = f"{t}({comb.format(acc, v)})"
+        out.append(f"{res} = {acc}{self.note(n)}")
         return res
 
     def _need(self, text: str) -> None:

@@ -28,7 +28,8 @@ def _eval(n: Node, args: list[Any]) -> np.ndarray:
 
 def apply_ref(n: Node, args: list[Any]) -> np.ndarray:
     """NumPy's result of op n on `args`, in n's dtype (any shape: the tiled path feeds tiles)."""
-    out = np.asarray(OPS[n.op].ref(*args, **dict(n.attrs)))
+    kw = {k: v for k, v in n.attrs if k != "inline"}  # (a kernel's unrolling, not NumPy's)
+    out = np.asarray(OPS[n.op].ref(*args, **kw))
     return out if out.dtype == n.dtype else out.astype(n.dtype)
 
 

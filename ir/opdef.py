@@ -148,6 +148,12 @@ def is_kind(n: Any, *kinds: Kind) -> bool:
     return d is not None and d.kind in kinds
 
 
+def is_inline_reduce(n: Any) -> bool:
+    """A reduction of a fusion body that its kernel computes inline, unrolled at each index
+    that reads it (opt/fusion.py marks it with attr `inline`: the reduced axes' sizes)."""
+    return is_kind(n, Kind.REDUCE) and n.attr("inline") is not None
+
+
 def leaf_const(n: Any) -> Any:
     """The node under n's chain of views."""
     while OPS[n.op].props.view:

@@ -2,7 +2,10 @@
 index remaps) become one loop kernel; elementwise producers fuse into the input of a reduction and
 elementwise consumers into its store. Reductions over the trailing axes whose results come back to
 the rows through keepdims broadcasts (softmax, normalization) fuse with their producers and
-consumers into one row kernel.
+consumers into one row kernel. A short reduction (at most INLINE_MAX values per output, no
+arg-reduction) read by its group's other members at its own index, never through a remap,
+computes inline: its kernel unrolls it at each index that reads it (the naive min-distance's
+sum over D = 3 inside the min over M: one kernel, no N x M buffer).
 
 The result is XLA-style: each group becomes a `fusion` node whose `body` attribute is the group's
 own small graph over `param` nodes, and whose inputs are the values the group reads. The later
@@ -15,7 +18,7 @@ import math
 
 from tracer.ir.node import Node, make, users
 from tracer.ir.catalogue import unit_reshape
-from tracer.ir.registry import OPS, Kind, fusion_outputs, is_kind, is_leaf
+from tracer.ir.registry import OPS, Kind, fusion_outputs, is_inline_reduce, is_kind, is_leaf
 from .rewrite import order_of
 
 MAX_GROUP = 64
@@ -23,6 +26,7 @@ MAX_GROUP = 64
 # spread, or rows short enough that one worker finishes them quickly.
 ROW_MIN_ROWS = 16
 ROW_MAX_LEN = 1 << 14
+INLINE_MAX = 16  # values per output of a reduction computed inline (unrolled)
 
 
 def is_remap(n: Node) -> bool:
@@ -48,7 +52,37 @@ def has_kernel(n: Node) -> bool:
 
 
 def is_reduce(n: Node) -> bool:
-    return is_kind(n, Kind.REDUCE)
+    """A reduction a kernel is built around (not one its body computes inline)."""
+    return is_kind(n, Kind.REDUCE) and not is_inline_reduce(n)
+
+
+def _short(n: Node) -> bool:
+    """A reduction that may compute inline: a ufunc's, of at most INLINE_MAX values."""
+    if not is_reduce(n) or OPS[n.op].ufunc is None:
+        return False
+    src = n.inputs[0].shape
+    return math.prod(src[a] for a in n.attr("axes")) <= INLINE_MAX
+
+
+def inline_set(members: list[Node], root: Node) -> set[int]:
+    """The group's reductions that compute inline: short ones (not the root), in a group
+    with another reduction, that no remap of the group reads, directly or through other
+    members (a remap would recompute them at every index it spreads them to)."""
+    cands = {id(m) for m in members if m is not root and _short(m)}
+    if not any(is_reduce(m) and id(m) not in cands for m in members):
+        return set()  # no reduction to inline into: the reduce kernel's own form serves
+    spread: set[int] = set()  # candidates some member reads through a remap
+    reads: dict[int, set[int]] = {}  # member -> the candidates it reads
+    for m in members:
+        got: set[int] = set()
+        for i in m.inputs:
+            got |= reads.get(id(i), set())
+            if id(i) in cands:
+                got.add(id(i))
+        reads[id(m)] = got
+        if is_remap(m):
+            spread |= got
+    return cands - spread
 
 
 def is_fusion(n: Node) -> bool:
@@ -68,20 +102,22 @@ def _free_remap(n: Node) -> bool:
     return is_leaf(n)
 
 
-def _above(members: list[Node]) -> set[int]:
-    """Members that read a reduction of the group (directly or through other members)."""
+def _above(members: list[Node], inline: set[int] = frozenset()) -> set[int]:
+    """Members that read a reduction of the group (directly or through other members), but
+    the inline ones."""
     above: set[int] = set()
     for m in members:
-        if any(is_reduce(i) or id(i) in above for i in m.inputs):
+        if any((is_reduce(i) and id(i) not in inline) or id(i) in above for i in m.inputs):
             above.add(id(m))
     return above
 
 
-def row_layout(members: list[Node], root: Node) -> tuple[tuple, tuple] | None:
+def row_layout(members: list[Node], root: Node,
+               inline: set[int] = frozenset()) -> tuple[tuple, tuple] | None:
     """(row domain shape, reduced axes) when the group can run as one row kernel: every
-    reduction reduces the same trailing axes of the same shape, and reduced values come back
-    to the rows only through keepdims broadcasts."""
-    reds = [m for m in members if is_reduce(m)]
+    reduction (but the inline ones) reduces the same trailing axes of the same shape, and
+    reduced values come back to the rows only through keepdims broadcasts."""
+    reds = [m for m in members if is_reduce(m) and id(m) not in inline]
     if not reds or any(OPS[r.op].ufunc is None for r in reds):  # arg-reductions
         return None
     shape, axes = reds[0].inputs[0].shape, reds[0].attr("axes")
@@ -95,7 +131,7 @@ def row_layout(members: list[Node], root: Node) -> tuple[tuple, tuple] | None:
     rowshapes = (kept, kept + ones)  # values computed once per row
     if any(o.shape != shape and o.shape not in rowshapes for o in fusion_outputs(root)):
         return None
-    above = _above(members)
+    above = _above(members, inline)
     for m in members:
         if id(m) not in above or is_reduce(m) or m.op == "tuple":
             continue
@@ -110,11 +146,12 @@ def row_layout(members: list[Node], root: Node) -> tuple[tuple, tuple] | None:
     return shape, axes
 
 
-def needs_row(members: list[Node]) -> bool:
-    """Several reductions, or a reduced value read back at row positions."""
-    if sum(is_reduce(m) for m in members) > 1:
+def needs_row(members: list[Node], inline: set[int] = frozenset()) -> bool:
+    """Several reductions (but the inline ones), or a reduced value read back at row
+    positions."""
+    if sum(is_reduce(m) and id(m) not in inline for m in members) > 1:
         return True
-    above = _above(members)
+    above = _above(members, inline)
     return any(is_remap(m) for m in members if id(m) in above)
 
 
@@ -138,7 +175,7 @@ def fusion(roots: list[Node]) -> list[Node]:
         elif any(not fusible[id(u)] for u in us):
             mat.add(id(n))
         elif is_reduce(n) and any(OPS[u.op].kind is not Kind.ELEMENTWISE and not is_remap(u)
-                                  for u in us):
+                                  and not (is_reduce(u) and _short(n)) for u in us):
             mat.add(id(n))
 
     while True:
@@ -155,8 +192,10 @@ def fusion(roots: list[Node]) -> list[Node]:
                 extra.add(id(n.inputs[0]))
             elif id(n) in groups:
                 members = groups[id(n)]
-                reds = [m for m in members if is_reduce(m)]
-                if reds and needs_row(members) and row_layout(members, n) is None:
+                inline = inline_set(members, n)
+                reds = [m for m in members if is_reduce(m) and id(m) not in inline]
+                if reds and needs_row(members, inline) and \
+                        row_layout(members, n, inline) is None:
                     extra.update(id(r) for r in reds[:-1])
                     # the epilogue runs at the reduction's output index: no remaps
                     above = {id(reds[-1])}
@@ -248,6 +287,7 @@ def _make_fusion(root: Node, group: list[Node], new: dict[int, Node]) -> Node:
     ext: list[Node] = []
     body: dict[int, Node] = {}
     members = {id(m) for m in group}
+    inline = inline_set(group, root)
 
     def param_for(i: Node) -> Node:
         if id(i) not in params:
@@ -264,7 +304,10 @@ def _make_fusion(root: Node, group: list[Node], new: dict[int, Node]) -> Node:
                 ins.append(i)
             else:
                 ins.append(param_for(i))
-        body[id(m)] = make(m.op, tuple(ins), m.shape, m.dtype, m.attrs)
+        attrs = m.attrs
+        if id(m) in inline:  # its sizes: the kernel unrolls them (and its key says so)
+            attrs += (("inline", tuple(m.inputs[0].shape[a] for a in m.attr("axes"))),)
+        body[id(m)] = make(m.op, tuple(ins), m.shape, m.dtype, attrs)
     b = body[id(root)]
     members_in_body = [body[id(m)] for m in group]  # in order: what needs_row reads
     kind = "loop"

@@ -119,11 +119,35 @@ def test_fusion_groups_and_bodies():
 
 
 def test_fusion_two_reductions_split():
-    a = leaf((3, 4))
+    a = leaf((3, 40))
     s1 = G.reduce("reduce_sum", a, (1,))
     s2 = G.reduce("reduce_max", s1, (0,))
     (f,) = fusion([s2])
     assert f.op == "fusion" and f.inputs[0].op == "fusion"  # the inner sum is materialized
+
+
+def test_short_reduction_computes_inline_in_its_readers_kernel():
+    """The naive min-distance at D = 3: the sum over D unrolls inside the min over M (one
+    kernel, no N x M value), and gives NumPy's bits (the sum in numpy's order)."""
+    x, y = leaf((5, 1, 3), seed=1), leaf((1, 7, 3), seed=2)
+    d = G.elementwise("subtract", (G.broadcast(x, (5, 7, 3)), G.broadcast(y, (5, 7, 3))))
+    s = G.reduce("reduce_sum", G.elementwise("multiply", (d, d)), (2,))
+    m = G.reduce("reduce_min", s, (1,))
+    (f,) = fusion([m])
+    assert f.op == "fusion" and f.attr("kind") == "reduce" and set(f.inputs) == {x, y}
+    (inner,) = [n for n in toposort([f.attr("body")]) if n.op == "reduce_sum"]
+    assert inner.attr("inline") == (3,)
+    verify([f])
+    assert run_graph([f])[0].tobytes() == run_graph([m])[0].tobytes()
+
+
+def test_short_reduction_read_through_a_broadcast_is_not_inline():
+    """Spread to other rows, an inline sum would be recomputed at each: it is materialized."""
+    a, b = leaf((6, 3), seed=1), leaf((6, 50), seed=2)
+    s = G.reduce("reduce_sum", a, (1,))
+    t = G.elementwise("multiply", (G.broadcast(G.reshape(s, (6, 1)), (6, 50)), b))
+    (f,) = fusion([G.reduce("reduce_max", t, (1,))])
+    assert not any(n.attr("inline") for n in toposort([f.attr("body")]))
 
 
 def test_pipeline_reports_passes_and_names_failures(monkeypatch):

@@ -135,3 +135,19 @@ def test_trailing_run_is_numpys_inner_loop():
     assert forms.trailing_run((9, 1), (0,)) == 9      # size-1 axes are dropped
     assert forms.trailing_run((3, 5, 7), (0, 2)) == 7
     assert forms.trailing_run((2, 3, 4), (0, 1, 2)) == 24
+
+
+def test_min_distance_at_d3_is_one_kernel_without_an_n_by_m_buffer():
+    hx, hy = _rand((20, 3), "float32", seed=1), _rand((16, 3), "float32", seed=2)
+    x, y = (tracer.evaluate(np.asarray(h) * 1) for h in (hx, hy))
+
+    def md(m, a, b):
+        return ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1).min(1)
+
+    plan = tracer.explain(md(np, x, y))
+    assert len(plan.kernels) == 1 and plan.kernels[0].kind == "reduce"  # the sum is inline
+    tracer.evaluate(md(np, x, y))
+    with Delta() as run:
+        got = tracer.evaluate(md(np, x, y))
+    assert run.kernels_launched == 1
+    assert _bits(got) == _bits(md(numpy, hx, hy))
