@@ -55,7 +55,7 @@ def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> 
         return run_split(roots, program, split, budget, be, execute, plan, need)
     meter = PeakMeter()
     try:
-        with tiled.room(budget.limit - need), _no_idle_blocks(be):
+        with tiled.room(budget.limit - need), _idle_within(be, budget.limit - need):
             bufs = executor.run(program, bind, meter)
     finally:
         mapped.release(read)
@@ -65,13 +65,19 @@ def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> 
 
 
 @contextlib.contextmanager
-def _no_idle_blocks(be: str):
-    """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool):
-    under a budget, one of another size must not stay beside a new block (the last, shorter
-    chunk of a split), so none is kept."""
+def _idle_within(be: str, room: int):
+    """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool);
+    under a budget those count as used. The device pool keeps at most the `room` the plan
+    leaves of the budget, and lets the rest go now (DevicePool.within); the host pool keeps
+    none: one of another size must not stay beside a new block (the last, shorter chunk of a
+    split)."""
     pool = backends.get(be).pool
     if pool is None:
         yield
+        return
+    if hasattr(pool, "within"):
+        with pool.within(room):
+            yield
         return
     old, pool.IDLE_CAP = pool.IDLE_CAP, 0
     try:

@@ -201,10 +201,9 @@ class CudaBackend(Backend):
         # numba-cuda cannot copy a negative stride back, and slices it to size 0
         if not a.flags.c_contiguous or any(s < 0 for s in a.strides):
             a = a.copy(order="C")
-        api = self._api()
         if a.nbytes == 0:
-            return api.device_array(a.shape, a.dtype)
-        block = api.device_array(a.nbytes, np.uint8)
+            return self._api().device_array(a.shape, a.dtype)
+        block = self.pool.empty((a.nbytes,), np.uint8)  # back to the pool when its leaf dies
         self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
         STATS.h2d_copies += 1
         STATS.h2d_bytes += a.nbytes
