@@ -91,6 +91,7 @@ def _is_device(x) -> bool:
 class CudaBackend(Backend):
     name = "cuda"
     releases_storage = True  # device memory comes back only when the executor says so
+    device_memory = True
 
     def __init__(self):
         from numba import cuda
@@ -494,6 +495,21 @@ class CudaBackend(Backend):
         fn = self.library_kernel("copy", len(shape))
         self.lib_launch(fn, self._blocks(work, _tpb()), _tpb(), self.flatten(out),
                         self.flatten(x), oo, xo, *shape, *ostr, *xstr)
+
+    def put(self, out, value, axis: int, lo: int) -> None:
+        """out[..., lo:lo + len, ...] = value along `axis` (a budget's chunk into its output),
+        on the device: one device-to-device copy where the rows lie in one run, else one
+        strided-copy kernel."""
+        value = self.contiguous(self._dev(value))
+        if value.size == 0:
+            return
+        os_ = cstrides(out.shape)
+        start = lo * os_[axis]
+        if all(d == 1 for d in tuple(out.shape)[:axis]):  # the rows are one contiguous run
+            self.flatten(out)[start:start + value.size].copy_to_device(
+                self.flatten(value), stream=self.stream())
+        else:
+            self._copy(out, value, start, 0, value.shape, os_, cstrides(value.shape))
 
     def _view_copy(self, shape, dtype, x, xo: int, xstr) -> object:
         """x's elements at offset xo, strides xstr as a contiguous array of `shape`: a device
