@@ -4,6 +4,17 @@ whole where what it allocates fits, else split along the rows of a value its out
 anything is allocated. The pages a program reads from read-only mapped files count with what it
 allocates, and are dropped once read (tracer/mapped.py): a chunk reads only its rows of such a
 file. The engine calls `run`.
+
+On a device backend (cuda) the chunks' results stay on the device: each chunk's rows are copied
+into device outputs and its partials are added to the running ones by its own kernels, so
+nothing comes back to the host before the user reads a result. Host inputs go up a chunk's rows
+at a time through pinned staging buffers on the backend's one stream: the host stages and
+enqueues the next chunk while the device runs this one's kernels, but on the device the upload
+runs after them. Overlapping the copy engine with those kernels needs a second stream, and then
+a pool block could be reused on one stream while the other still reads it (per-block events);
+the simulator runs every launch and copy at once, so no test here could catch such a race, and
+a second stream waits for a GPU to be tested on. The device pool's idle blocks count against
+the budget: they are kept only within the room a plan leaves (DevicePool.within).
 """
 from __future__ import annotations
 
