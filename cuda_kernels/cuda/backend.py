@@ -12,6 +12,10 @@ Kernels
   A full reduction (no kept axes) always uses several blocks (G >= 2). No atomics: results are
   the same from run to run. Accumulator dtypes come from planning.acc_dtype (float sums in
   float64); argmax/argmin keep NumPy's first-occurrence and first-NaN rules.
+- Launch geometry (cuda/occupancy.py): a grid-stride launch gets at most one wave of the
+  blocks the device holds at once, from the kernel's registers and shared memory as compiled;
+  loop and horizontal kernels take the block size (128, 256 or 512) that keeps the most warps
+  resident. Reduction and row kernels keep the tpb their source is generated for.
 - Helpers (codegen.HELPER_SOURCES) are `cuda.jit(device=True, inline="always")` (the only
   kind compile_ptx accepts without a GPU, NUMBA_NOTES.md section 3).
 - Under `CONFIG.cuda_sim` the same generated source runs on Numba's simulator: the module is
@@ -68,6 +72,7 @@ from ..emit import key_hash, type_aliases
 from ..planning import acc_dtype, find_reduce, is_arg, row_plan
 from .codegen import (HEADER, NB_TYPES, TILE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy)
+from . import occupancy
 from .index import device_gather, device_scatter, gen_index
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
 from .sim import sim_math
@@ -99,7 +104,8 @@ class CudaBackend(Backend):
         self._cuda = cuda
         self._sim = simulator
         self._seen: set = set()  # simulator launches already counted as compiles
-        self._sms = 0
+        self._lim: occupancy.Limits | None = None  # the device's (occupancy.py)
+        self._occ: dict[int, tuple] = {}  # id(kernel) -> (it, overloads, (regs, shared))
         self.pool = DevicePool(self._api)
         self._staging = Staging(self._api, self._waited, self._event)
         self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
@@ -370,29 +376,73 @@ class CudaBackend(Backend):
         return x.reshape(x.size)
 
     # ---- launch
-    def _blocks(self, work: int, per_block: int) -> int:
-        """Blocks for `work` items handled `per_block` at a time in grid-stride loops."""
-        want = max(1, -(-work // per_block))
-        if CONFIG.cuda_sim:
-            return min(want, SIM_MAX_BLOCKS)
-        if not self._sms:
+    def _blocks(self, work: int, per_block: int, fn=None, args=(), tpb: int | None = None
+                ) -> int:
+        """Blocks for `work` items handled `per_block` at a time in grid-stride loops: at most
+        the blocks of kernel `fn` (launched with `args`, `tpb` threads) the device holds at
+        once (occupancy.py; with no kernel, what its thread limits allow)."""
+        if CONFIG.cuda_sim:  # the simulator costs ~0.3 ms per simulated thread
+            return max(1, min(-(-work // per_block), SIM_MAX_BLOCKS))
+        tpb = tpb or _tpb()
+        return occupancy.grid(work, per_block, self.resident_blocks(fn, tpb, 0, args),
+                              self._limits())
+
+    def _limits(self) -> occupancy.Limits:
+        if self._lim is None:
             try:
-                self._sms = int(self._cuda.get_current_device().MULTIPROCESSOR_COUNT)
-            except Exception:  # noqa: BLE001 - no attribute on an odd driver: a safe guess
-                self._sms = 80
-        return min(want, self._sms * 32)
+                self._lim = occupancy.Limits.of(self._cuda.get_current_device())
+            except Exception:  # noqa: BLE001 - an attribute an odd driver lacks: sm_90's
+                self._lim = occupancy.SM90
+        return self._lim
+
+    def _usage(self, fn, args) -> tuple[int, int]:
+        """(registers a thread, static shared bytes a block) of kernel `fn` as compiled, the
+        most over its overloads (a grid-stride launch is right at any grid); a kernel with
+        none yet is compiled for `args` first (its launch would compile it). (0, 0): not
+        known (no kernel, the simulator, a driver that does not tell)."""
+        if fn is None or CONFIG.cuda_sim:
+            return 0, 0
+        overloads = getattr(fn, "overloads", None) or {}
+        hit = self._occ.get(id(fn))
+        if hit is not None and hit[0] is fn and hit[1] == len(overloads):
+            return hit[2]
+        try:
+            if not overloads and args:
+                fn.compile(tuple(fn.typeof_pyval(a) for a in args))
+                overloads = fn.overloads
+            use = (max((k.regs_per_thread for k in overloads.values()), default=0),
+                   max((k.shared_mem_per_block for k in overloads.values()), default=0))
+        except Exception:  # noqa: BLE001 - attributes a driver does not give: limits only
+            use = (0, 0)
+        self._occ[id(fn)] = (fn, len(overloads), use)
+        return use
+
+    def resident_blocks(self, fn, tpb: int, shared: int = 0, args=()) -> int:
+        """Blocks of kernel `fn` one SM holds at once with `tpb` threads and `shared` bytes
+        of dynamic shared memory (occupancy.py), at least 1; with no kernel, what the thread
+        and block limits allow."""
+        regs, smem = self._usage(fn, args)
+        return max(1, occupancy.resident_blocks(regs, smem + shared, tpb, self._limits()))
+
+    def loop_tpb(self, fn, args) -> int:
+        """The block size of a grid-stride kernel whose source does not depend on it (loop
+        and horizontal kernels): of 256, 128 and 512, the one that keeps the most warps
+        resident with its registers."""
+        if CONFIG.cuda_sim:
+            return _tpb()
+        return occupancy.best_tpb(self._usage(fn, args)[0], 0, self._limits())
 
     def reduce_split(self, nout: int, nred: int) -> int:
         """G, the blocks per output of a reduction. Full reductions always get several blocks
         (two under the simulator); otherwise enough blocks to fill the device, each with at
-        least 8 elements per thread."""
-        if nout == 1:
-            if CONFIG.cuda_sim:
-                return 2
-            return max(2, min(nred // (_tpb() * 8), 1024))
+        least 8 elements per thread; never past one wave of the blocks the device holds at
+        once (the thread limits' count: resident_blocks(kernel, ...) gives a kernel's own)."""
         if CONFIG.cuda_sim:
-            return 1
-        want = -(-self._blocks(1 << 40, 1) // nout)  # blocks per output to fill the device
+            return 2 if nout == 1 else 1
+        wave = self._blocks(1 << 40, 1)
+        if nout == 1:
+            return max(2, min(nred // (_tpb() * 8), wave))
+        want = -(-wave // nout)  # blocks per output to fill the device
         return max(1, min(want, nred // (_tpb() * 8), 256))
 
     def _compiled(self, fns, key) -> tuple[int, callable]:
@@ -426,20 +476,25 @@ class CudaBackend(Backend):
             sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
             total = _math.prod(sizes)
             if total:
-                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts, *sizes)
+                args = (*targets, *params, *consts, *sizes)
+                t = self.loop_tpb(fn, args)
+                fn[self._blocks(total, t, fn, args, t), t, stream](*args)
             else:
                 launches = 0
         elif kernel.kind == "horizontal":
             total = max(_math.prod(o.shape) for o in outs)
             if total:
-                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts)
+                args = (*targets, *params, *consts)
+                t = self.loop_tpb(fn, args)
+                fn[self._blocks(total, t, fn, args, t), t, stream](*args)
             else:
                 launches = 0
         elif kernel.kind == "row":
             plan = row_plan(body)
             nrow = _math.prod(plan.shape[:plan.nkept])
-            if nrow:
-                fn[self._blocks(nrow, 1), tpb, stream](*targets, *params, *consts, *plan.shape)
+            if nrow:  # (its tpb is in its source: shared arrays)
+                args = (*targets, *params, *consts, *plan.shape)
+                fn[self._blocks(nrow, 1, fn, args), tpb, stream](*args)
             else:
                 launches = 0
         else:
@@ -493,8 +548,8 @@ class CudaBackend(Backend):
         if not shape:
             shape, ostr, xstr = (1,), (0,), (0,)
         fn = self.library_kernel("copy", len(shape))
-        self.lib_launch(fn, self._blocks(work, _tpb()), _tpb(), self.flatten(out),
-                        self.flatten(x), oo, xo, *shape, *ostr, *xstr)
+        args = (self.flatten(out), self.flatten(x), oo, xo, *shape, *ostr, *xstr)
+        self.lib_launch(fn, self._blocks(work, _tpb(), fn, args), _tpb(), *args)
 
     def put(self, out, value, axis: int, lo: int) -> None:
         """out[..., lo:lo + len, ...] = value along `axis` (a budget's chunk into its output),
