@@ -61,6 +61,7 @@ class DevicePool:
         self._out: dict[int, tuple] = {}  # token -> (free-list key, block, id(array), lease)
         self._by_arr: dict[int, tuple] = {}  # id(array handed out) -> (weak ref, token)
         self._back = collections.deque()  # tokens whose lease died (a finalizer appends)
+        self._held: dict[int, object] = {}  # token -> the lease of a block released early
         self._tokens = itertools.count()
         self._exact = False  # under a budget: blocks of the bytes asked for (see within)
         self.idle = 0
@@ -116,13 +117,18 @@ class DevicePool:
         self.take_back()
         entry = self._by_arr.get(id(arr))
         if entry is not None and entry[0]() is arr:
+            lease = self._out[entry[1]][3]
+            if lease is not None:  # numba-cuda's views reach it through weak proxies: kept
+                self._held[entry[1]] = lease  # until they die, so they stay valid objects
             self._give_back(entry[1])
 
     def take_back(self) -> None:
         """Take back the blocks whose arrays died (finalizers only queue their tokens: one
         may run in the middle of a pool method)."""
         while self._back:
-            if self._give_back(self._back.popleft()):
+            token = self._back.popleft()
+            self._held.pop(token, None)
+            if self._give_back(token):
                 self.returned += 1
 
     def _give_back(self, token: int) -> bool:

@@ -183,3 +183,29 @@ def test_under_a_budget_idle_blocks_count_and_sizes_are_exact():
         pool.release(pool.empty((50000,), numpy.uint8))  # past the room: let go
         assert pool.idle <= 4096
     assert pool.IDLE_CAP == DevicePool.IDLE_CAP
+
+
+def test_a_released_numba_cuda_array_stays_a_valid_object():
+    """The executor releases an intermediate before its Python objects die: they must not
+    reach a collected lease through numba-cuda's weak proxies."""
+    from numba.cuda.cudadrv import devicearray, driver
+
+    class FakeDevice:
+        def device_array(self, n, dtype):
+            ptr = driver.binding.CUdeviceptr(1 << 20)
+            return devicearray.DeviceNDArray((n,), (1,), numpy.dtype(dtype),
+                                             gpu_data=driver.MemoryPointer(object(), ptr, n))
+
+        def current_context(self):
+            return None
+
+    pool = DevicePool(lambda: FakeDevice())
+    a = pool.empty((16,), numpy.float32)
+    pool.release(a)
+    gc.collect()
+    part = a._do_getitem(slice(4, 8))  # a[4:8]: through the lease's proxy
+    assert part.shape == (4,)
+    del a, part
+    gc.collect()
+    pool.take_back()
+    assert pool.returned == 0 and not pool._held  # its lease went, the block came back once
