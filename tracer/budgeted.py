@@ -209,9 +209,11 @@ def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be, 
     that works."""
     stand = {id(n): _stand_in(n) for n in st.pre}
     split, n_rows = st.split, st.split.rows
-    running = [_stand_in(c) for c in st.cuts] if st.on_device else None  # (the most a
-    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand, running), be,  # chunk
-                                 plan) + rows * per_row  # noqa: E731               # needs)
+    # on a device a chunk past the first adds its partials to the running ones: the most a
+    # chunk needs
+    running = [_stand_in(c) for c in st.cuts] if st.on_device else None
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand, running), be,
+                                 plan) + rows * per_row  # noqa: E731
     # start from chunks whose biggest value (or read of a mapped source) is about split_size
     # (the big values grow with the rows), then shrink until the chunk's plan fits beside what
     # is held
@@ -298,7 +300,9 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
         kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
         measured = max(measured, st.held - keep * rows_out)
     else:
-        with beside(budget, st.held), _idle_within(be, budget.limit - st.smallest(need)):
+        room = budget.limit - st.smallest(need)
+        with beside(budget, st.held), \
+                _idle_within(be, room) if st.on_device else contextlib.nullcontext():
             for lo in range(0, split.rows, rows):
                 peak = _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial, be)
                 measured = max(measured, st.held + peak)

@@ -156,9 +156,10 @@ class DevicePool:
                 blocks.pop(0)
                 self.idle -= key[1]
                 dropped = True
-        pending = getattr(self._api().current_context(), "deallocations", None)
-        if dropped and self._exact and pending is not None:  # (none under the simulator)
-            pending.clear()
+        if dropped and self._exact:
+            pending = getattr(self._api().current_context(), "deallocations", None)
+            if pending is not None:  # (none under the simulator)
+                pending.clear()
 
     @contextlib.contextmanager
     def within(self, room: int):
