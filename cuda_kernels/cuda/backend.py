@@ -104,8 +104,7 @@ class CudaBackend(Backend):
         self._cuda = cuda
         self._sim = simulator
         self._seen: set = set()  # simulator launches already counted as compiles
-        self._lim: occupancy.Limits | None = None  # the device's (occupancy.py)
-        self._occ: dict[int, tuple] = {}  # id(kernel) -> (it, overloads, (regs, shared))
+        self.geometry = occupancy.Geometry(lambda: self._cuda.get_current_device())
         self.pool = DevicePool(self._api)
         self._staging = Staging(self._api, self._waited, self._event)
         self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
@@ -379,58 +378,24 @@ class CudaBackend(Backend):
     def _blocks(self, work: int, per_block: int, fn=None, args=(), tpb: int | None = None
                 ) -> int:
         """Blocks for `work` items handled `per_block` at a time in grid-stride loops: at most
-        the blocks of kernel `fn` (launched with `args`, `tpb` threads) the device holds at
-        once (occupancy.py; with no kernel, what its thread limits allow)."""
+        one wave of the blocks of kernel `fn` (launched with `args`, `tpb` threads) the device
+        holds at once (occupancy.py; with no kernel, what its thread limits allow)."""
         if CONFIG.cuda_sim:  # the simulator costs ~0.3 ms per simulated thread
             return max(1, min(-(-work // per_block), SIM_MAX_BLOCKS))
-        tpb = tpb or _tpb()
-        return occupancy.grid(work, per_block, self.resident_blocks(fn, tpb, 0, args),
-                              self._limits())
-
-    def _limits(self) -> occupancy.Limits:
-        if self._lim is None:
-            try:
-                self._lim = occupancy.Limits.of(self._cuda.get_current_device())
-            except Exception:  # noqa: BLE001 - an attribute an odd driver lacks: sm_90's
-                self._lim = occupancy.SM90
-        return self._lim
-
-    def _usage(self, fn, args) -> tuple[int, int]:
-        """(registers a thread, static shared bytes a block) of kernel `fn` as compiled, the
-        most over its overloads (a grid-stride launch is right at any grid); a kernel with
-        none yet is compiled for `args` first (its launch would compile it). (0, 0): not
-        known (no kernel, the simulator, a driver that does not tell)."""
-        if fn is None or CONFIG.cuda_sim:
-            return 0, 0
-        overloads = getattr(fn, "overloads", None) or {}
-        hit = self._occ.get(id(fn))
-        if hit is not None and hit[0] is fn and hit[1] == len(overloads):
-            return hit[2]
-        try:
-            if not overloads and args:
-                fn.compile(tuple(fn.typeof_pyval(a) for a in args))
-                overloads = fn.overloads
-            use = (max((k.regs_per_thread for k in overloads.values()), default=0),
-                   max((k.shared_mem_per_block for k in overloads.values()), default=0))
-        except Exception:  # noqa: BLE001 - attributes a driver does not give: limits only
-            use = (0, 0)
-        self._occ[id(fn)] = (fn, len(overloads), use)
-        return use
+        return self.geometry.grid(work, per_block, fn, args, tpb or _tpb())
 
     def resident_blocks(self, fn, tpb: int, shared: int = 0, args=()) -> int:
         """Blocks of kernel `fn` one SM holds at once with `tpb` threads and `shared` bytes
-        of dynamic shared memory (occupancy.py), at least 1; with no kernel, what the thread
-        and block limits allow."""
-        regs, smem = self._usage(fn, args)
-        return max(1, occupancy.resident_blocks(regs, smem + shared, tpb, self._limits()))
+        of dynamic shared memory, from its registers and static shared memory as compiled
+        (compiled for `args` first where it has no overload yet); at least 1. Under the
+        simulator, the thread and block limits only."""
+        return self.geometry.resident_blocks(None if CONFIG.cuda_sim else fn, tpb, shared, args)
 
     def loop_tpb(self, fn, args) -> int:
         """The block size of a grid-stride kernel whose source does not depend on it (loop
         and horizontal kernels): of 256, 128 and 512, the one that keeps the most warps
         resident with its registers."""
-        if CONFIG.cuda_sim:
-            return _tpb()
-        return occupancy.best_tpb(self._usage(fn, args)[0], 0, self._limits())
+        return _tpb() if CONFIG.cuda_sim else self.geometry.tpb(fn, args)
 
     def reduce_split(self, nout: int, nred: int) -> int:
         """G, the blocks per output of a reduction. Full reductions always get several blocks

@@ -15,7 +15,6 @@ cudaOccupancyMaxActiveBlocksPerMultiprocessor apply them (CUDA C++ Programming G
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 WARP = 32
@@ -80,4 +79,60 @@ def best_tpb(regs: int, smem: int, lim: Limits = SM90,
 def grid(work: int, per_block: int, blocks_per_sm: int, lim: Limits = SM90) -> int:
     """Blocks to launch for `work` items handled `per_block` at a time by a grid-stride
     kernel: enough for the work, at most one full wave of resident blocks."""
-    return max(1, min(math.ceil(work / per_block), max(blocks_per_sm, 1) * lim.sms))
+    return max(1, min(-(-work // per_block), max(blocks_per_sm, 1) * lim.sms))
+
+
+class Geometry:
+    """Launch geometry on the device: its limits (read once) and each kernel's registers and
+    static shared memory as compiled, the most over its overloads (a grid-stride launch is
+    right at any grid), kept while its overloads stay the same."""
+
+    def __init__(self, device):
+        self._device = device  # () -> the numba-cuda Device
+        self._lim: Limits | None = None
+        self._use: dict[int, tuple] = {}  # id(kernel) -> (it, overloads, (regs, shared))
+
+    @property
+    def limits(self) -> Limits:
+        if self._lim is None:
+            try:
+                self._lim = Limits.of(self._device())
+            except Exception:  # noqa: BLE001 - an attribute an odd driver lacks: sm_90's
+                self._lim = SM90
+        return self._lim
+
+    def usage(self, fn, args=()) -> tuple[int, int]:
+        """(registers a thread, static shared bytes a block) of kernel `fn`; a kernel with no
+        overload yet is compiled for `args` first (its launch would compile it). (0, 0): not
+        known (no kernel, a driver that does not tell)."""
+        if fn is None:
+            return 0, 0
+        overloads = getattr(fn, "overloads", None) or {}
+        hit = self._use.get(id(fn))
+        if hit is not None and hit[0] is fn and hit[1] == len(overloads):
+            return hit[2]
+        try:
+            if not overloads and args:
+                fn.compile(tuple(fn.typeof_pyval(a) for a in args))
+                overloads = fn.overloads
+            use = (max((k.regs_per_thread for k in overloads.values()), default=0),
+                   max((k.shared_mem_per_block for k in overloads.values()), default=0))
+        except Exception:  # noqa: BLE001 - attributes a driver does not give: limits only
+            use = (0, 0)
+        self._use[id(fn)] = (fn, len(overloads), use)
+        return use
+
+    def resident_blocks(self, fn, tpb: int, shared: int = 0, args=()) -> int:
+        """Blocks of kernel `fn` one SM holds at once with `tpb` threads and `shared` bytes of
+        dynamic shared memory, at least 1; with no kernel, what the thread and block limits
+        allow."""
+        regs, smem = self.usage(fn, args)
+        return max(1, resident_blocks(regs, smem + shared, tpb, self.limits))
+
+    def tpb(self, fn, args=()) -> int:
+        """The block size of a grid-stride kernel whose source does not depend on it."""
+        return best_tpb(self.usage(fn, args)[0], 0, self.limits)
+
+    def grid(self, work: int, per_block: int, fn=None, args=(), tpb: int = 256) -> int:
+        return grid(work, per_block, self.resident_blocks(fn, tpb, 0, args), self.limits)
+

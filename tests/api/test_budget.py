@@ -168,7 +168,7 @@ def test_jit_under_a_budget_splits(rng):
 @pytest.mark.cuda
 def test_budget_on_the_cuda_backend_under_the_simulator():
     """The same split on the cuda backend (tiny sizes: the simulator runs a thread at a time);
-    chunk results are assembled on the host."""
+    chunk results are assembled on the device (tests/api/test_budget_device.py)."""
     from tracer.ir.config import context
     rng = numpy.random.default_rng(3)
     x, y = _data(rng, (4, 3), (10, 3))

@@ -67,7 +67,7 @@ class _Lazy:
 def device():
     """The cuda backend as it sizes grids on an H100 (132 SMs), with no device to ask."""
     be = backends.backend_class("cuda")()
-    be._lim = occupancy.Limits(sms=132)
+    be.geometry._lim = occupancy.Limits(sms=132)
     with context(cuda_sim=False):
         yield be
 
