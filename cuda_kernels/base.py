@@ -75,6 +75,9 @@ class Backend(ABC):
     # whether from_buffer(buf) is buf.value itself where that is a NumPy array (the executor
     # then reads it without the call)
     reads_host_arrays: bool = False
+    # whether values live in device memory: a budget's chunk results then stay there
+    # (tracer/budgeted.py), written with `put`
+    device_memory: bool = False
 
     # ---- code generation and loading (compiler.py)
     @abstractmethod

@@ -58,8 +58,8 @@ def is_reduce(n: Node) -> bool:
 
 def _short(n: Node) -> bool:
     """A reduction that may compute inline: a ufunc's, of at most INLINE_MAX values."""
-    if not is_reduce(n) or OPS[n.op].ufunc is None:
-        return False
+    if not is_reduce(n) or OPS[n.op].ufunc is None or n.inputs[0].op == "chunk":
+        return False  # (a tree reduction's first stage is split to run in parallel)
     src = n.inputs[0].shape
     return math.prod(src[a] for a in n.attr("axes")) <= INLINE_MAX
 

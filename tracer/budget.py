@@ -47,10 +47,12 @@ def active() -> Budget | None:
 
 
 def free_bytes(backend: str) -> int:
-    """Memory free now: the device's for cuda, the host's (psutil) otherwise."""
+    """Memory free now: the device's for cuda (with the pool's idle blocks, which are this
+    process's to use), the host's (psutil) otherwise."""
     if backend == "cuda":
         from numba import cuda
-        return int(cuda.current_context().get_memory_info().free)
+        return int(cuda.current_context().get_memory_info().free) + \
+            backends.get("cuda").pool.idle
     import psutil
     return int(psutil.virtual_memory().available)
 

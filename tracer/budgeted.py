@@ -4,6 +4,17 @@ whole where what it allocates fits, else split along the rows of a value its out
 anything is allocated. The pages a program reads from read-only mapped files count with what it
 allocates, and are dropped once read (tracer/mapped.py): a chunk reads only its rows of such a
 file. The engine calls `run`.
+
+On a device backend (cuda) the chunks' results stay on the device: each chunk's rows are copied
+into device outputs and its partials are added to the running ones by its own kernels, so
+nothing comes back to the host before the user reads a result. Host inputs go up a chunk's rows
+at a time through pinned staging buffers on the backend's one stream: the host stages and
+enqueues the next chunk while the device runs this one's kernels, but on the device the upload
+runs after them. Overlapping the copy engine with those kernels needs a second stream, and then
+a pool block could be reused on one stream while the other still reads it (per-block events);
+the simulator runs every launch and copy at once, so no test here could catch such a race, and
+a second stream waits for a GPU to be tested on. The device pool's idle blocks count against
+the budget: they are kept only within the room a plan leaves (DevicePool.within).
 """
 from __future__ import annotations
 
@@ -55,7 +66,7 @@ def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> 
         return run_split(roots, program, split, budget, be, execute, plan, need)
     meter = PeakMeter()
     try:
-        with tiled.room(budget.limit - need), _no_idle_blocks(be):
+        with tiled.room(budget.limit - need), _idle_within(be, budget.limit - need):
             bufs = executor.run(program, bind, meter)
     finally:
         mapped.release(read)
@@ -65,13 +76,19 @@ def run(roots, program, bind, budget: Budget, split, be: str, execute, plan) -> 
 
 
 @contextlib.contextmanager
-def _no_idle_blocks(be: str):
-    """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool):
-    under a budget, one of another size must not stay beside a new block (the last, shorter
-    chunk of a split), so none is kept."""
+def _idle_within(be: str, room: int):
+    """The backends keep blocks no array uses for later evaluations (HostPool, DevicePool);
+    under a budget those count as used. The device pool keeps at most the `room` the plan
+    leaves of the budget, and lets the rest go now (DevicePool.within); the host pool keeps
+    none: one of another size must not stay beside a new block (the last, shorter chunk of a
+    split)."""
     pool = backends.get(be).pool
     if pool is None:
         yield
+        return
+    if hasattr(pool, "within"):
+        with pool.within(room):
+            yield
         return
     old, pool.IDLE_CAP = pool.IDLE_CAP, 0
     try:
@@ -148,11 +165,18 @@ class _Stages:
     held: int       # bytes held through the chunks: pre, the partials and the deps' arrays
     pre_need: int
     post_need: int
+    on_device: bool = False  # the chunks' results stay on the device (see _run_chunk)
 
-    def chunk_graph(self, rows: int, lo: int, src_rows, realized) -> list:
+    def chunk_graph(self, rows: int, lo: int, src_rows, realized, running=None) -> list:
+        """The graph of one chunk. `running`: leaves of the cuts' running partials, which the
+        chunk's own kernels add its partials to (in the reductions' epilogues)."""
         targets = self.deps + [(c, None) for c in self.cuts]
-        return splitter.chunk_graph(targets, self.split, lo, min(lo + rows, self.split.rows),
-                                    src_rows(lo, min(lo + rows, self.split.rows)), realized)
+        g = splitter.chunk_graph(targets, self.split, lo, min(lo + rows, self.split.rows),
+                                 src_rows(lo, min(lo + rows, self.split.rows)), realized)
+        nd = len(self.deps)
+        for j, (c, acc) in enumerate(zip(self.cuts, running or ())):
+            g[nd + j] = make(OPS[c.op].ufunc.__name__, (acc, g[nd + j]), c.shape, c.dtype)
+        return g
 
     def smallest(self, chunk_need: int) -> int:
         """The budget the three stages need, with chunks of this need."""
@@ -185,8 +209,11 @@ def _chunk_rows(st: _Stages, program, whole: int, budget: Budget, src_rows, be, 
     that works."""
     stand = {id(n): _stand_in(n) for n in st.pre}
     split, n_rows = st.split, st.split.rows
-    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand), be, plan) + \
-        rows * per_row  # noqa: E731
+    # on a device a chunk past the first adds its partials to the running ones: the most a
+    # chunk needs
+    running = [_stand_in(c) for c in st.cuts] if st.on_device else None
+    need_of = lambda rows: _need(st.chunk_graph(rows, 0, src_rows, stand, running), be,
+                                 plan) + rows * per_row  # noqa: E731
     # start from chunks whose biggest value (or read of a mapped source) is about split_size
     # (the big values grow with the rows), then shrink until the chunk's plan fits beside what
     # is held
@@ -230,11 +257,12 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
         raise over_budget(program, whole, budget, "no input or value has rows that every "
                           "output follows, so it cannot be split", whole)
     split = split.on(roots)
+    on = cluster.active()
     st = _stages(roots, split, be, plan)
+    st.on_device = on is None and backends.get(be).device_memory
     stand = {id(n): _stand_in(n) for n in st.pre}
     user = _user_rows(split.source)
     source = user if user is not None else stand[id(split.source)].attr("buf").value
-    on = cluster.active()
     if on is None:
         rows, need = _chunk_rows(st, program, whole, budget, _rows_of(source, split.axis), be,
                                  plan)
@@ -261,7 +289,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
     if user is None:
         source = realized[id(split.source)].attr("buf").value
     src_rows = _rows_of(source, split.axis)
-    outs = None if on is not None and keep else [np.empty(r.shape, r.dtype) for r, _ in st.deps]
+    empty = backends.get(be).empty if st.on_device else np.empty
+    outs = None if on is not None and keep else [empty(r.shape, r.dtype) for r, _ in st.deps]
     partial: list = [None] * len(st.cuts)
     if on is not None:
         shared = {id(n.attr("buf")) for n in leaves}
@@ -271,14 +300,16 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
         kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
         measured = max(measured, st.held - keep * rows_out)
     else:
-        with beside(budget, st.held):
+        room = budget.limit - st.smallest(need)
+        with beside(budget, st.held), \
+                _idle_within(be, room) if st.on_device else contextlib.nullcontext():
             for lo in range(0, split.rows, rows):
-                _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial)
-                measured = max(measured, st.held + STATS.measured_peak_bytes)
+                peak = _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial, be)
+                measured = max(measured, st.held + peak)
     got = kept if outs is None else [Buffer(o) for o in outs]
     result = {id(r): b for (r, _), b in zip(st.deps, got)}
     for c, v in zip(st.cuts, partial):
-        realized[id(c)] = _leaf_of(c, np.asarray(v, c.dtype))
+        realized[id(c)] = _leaf_of(c, v if st.on_device else np.asarray(v, c.dtype))
         result[id(c)] = realized[id(c)].attr("buf")
     if st.post:
         g = splitter.chunk_graph([(r, None) for r in st.post], split, 0, 0, None, realized)
@@ -299,15 +330,28 @@ def _rows_of(value, axis: int):
     return lambda lo, hi: row_block(value, axis, lo, hi)
 
 
-def _run_chunk(st: _Stages, rows: int, lo: int, src_rows, realized, execute, outs,
-               partial) -> None:
-    """One chunk: its rows of the row-wise outputs, its partials added to the cuts'."""
-    g = st.chunk_graph(rows, lo, src_rows, realized)
-    bufs = execute(g)
+def _run_chunk(st: _Stages, rows: int, lo: int, src_rows, realized, execute, outs, partial,
+               be: str) -> int:
+    """One chunk: its rows of the row-wise outputs, its partials added to the cuts'; returns
+    its measured peak. On a device the results stay there (nothing is copied back before the
+    user reads a result): the rows are copied into device outputs, and past the first chunk
+    the chunk's own kernels add its partials to the running ones, in chunk order as on the
+    host."""
+    running = [_leaf_of(c, p) for c, p in zip(st.cuts, partial)] \
+        if st.on_device and st.cuts and partial[0] is not None else None
+    bufs = execute(st.chunk_graph(rows, lo, src_rows, realized, running))
+    peak = STATS.measured_peak_bytes
     hi = min(lo + rows, st.split.rows)
     for out, (_, ax), buf in zip(outs, st.deps, bufs):
-        row_block(out, ax, lo, hi)[...] = buf.value
+        if st.on_device:
+            backends.get(be).put(out, buf.value, ax, lo)
+        else:
+            row_block(out, ax, lo, hi)[...] = buf.value
     for j, (c, buf) in enumerate(zip(st.cuts, bufs[len(st.deps):])):
+        if st.on_device:
+            partial[j] = buf.value  # (the running partial, this chunk's added)
+            continue
         part = np.asarray(buf.value)
         partial[j] = part if partial[j] is None else \
             OPS[c.op].ufunc(partial[j], part).astype(c.dtype)
+    return peak

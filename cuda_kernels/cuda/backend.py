@@ -9,6 +9,10 @@ Kernels
   NumPy's order (float sums pairwise as NumPy adds them, so results are NumPy's to the bit), or
   G blocks per output whose last block to finish combines the partials in a fixed tree. No
   result depends on timing. argmax/argmin keep NumPy's first-occurrence and first-NaN rules.
+- Launch geometry (cuda/occupancy.py): a grid-stride launch gets at most one wave of the
+  blocks the device holds at once, from the kernel's registers and shared memory as compiled;
+  loop and horizontal kernels take the block size (128, 256 or 512) that keeps the most warps
+  resident. Reduction and row kernels keep the tpb their source is generated for.
 - Helpers (codegen.HELPER_SOURCES) are `cuda.jit(device=True, inline="always")` (the only
   kind compile_ptx accepts without a GPU, NUMBA_NOTES.md section 3).
 - Under `CONFIG.cuda_sim` the same generated source runs on Numba's simulator: the module is
@@ -66,7 +70,7 @@ from ..base import ERROR_HOOKS, Backend, Gen, record_launch
 from ..compiler import import_module, write_module
 from ..emit import key_hash, type_aliases
 from ..planning import find_reduce, is_arg, row_plan
-from . import libs
+from . import libs, occupancy
 from .codegen import (HEADER, NB_TYPES, CudaEmitter, _tpb, gen_horizontal, gen_loop, gen_matmul,
                       gen_row, gen_strided_copy)
 from .reduce import gen_block, gen_thread, partial_dtype, strategy
@@ -94,6 +98,7 @@ def _is_device(x) -> bool:
 class CudaBackend(Backend):
     name = "cuda"
     releases_storage = True  # device memory comes back only when the executor says so
+    device_memory = True
 
     def __init__(self):
         from numba import cuda
@@ -101,7 +106,7 @@ class CudaBackend(Backend):
         self._cuda = cuda
         self._sim = simulator
         self._seen: set = set()  # simulator launches already counted as compiles
-        self._sms = 0
+        self.geometry = occupancy.Geometry(lambda: self._cuda.get_current_device())
         self.pool = DevicePool(self._api)
         self._staging = Staging(self._api, self._waited, self._event)
         self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
@@ -207,10 +212,9 @@ class CudaBackend(Backend):
         # numba-cuda cannot copy a negative stride back, and slices it to size 0
         if not a.flags.c_contiguous or any(s < 0 for s in a.strides):
             a = a.copy(order="C")
-        api = self._api()
         if a.nbytes == 0:
-            return api.device_array(a.shape, a.dtype)
-        block = api.device_array(a.nbytes, np.uint8)
+            return self._api().device_array(a.shape, a.dtype)
+        block = self.pool.empty((a.nbytes,), np.uint8)  # back to the pool when its leaf dies
         self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
         STATS.h2d_copies += 1
         STATS.h2d_bytes += a.nbytes
@@ -376,29 +380,39 @@ class CudaBackend(Backend):
         return x.reshape(x.size)
 
     # ---- launch
-    def _blocks(self, work: int, per_block: int) -> int:
-        """Blocks for `work` items handled `per_block` at a time in grid-stride loops."""
-        want = max(1, -(-work // per_block))
-        if CONFIG.cuda_sim:
-            return min(want, SIM_MAX_BLOCKS)
-        if not self._sms:
-            try:
-                self._sms = int(self._cuda.get_current_device().MULTIPROCESSOR_COUNT)
-            except Exception:  # noqa: BLE001 - no attribute on an odd driver: a safe guess
-                self._sms = 80
-        return min(want, self._sms * 32)
+    def _blocks(self, work: int, per_block: int, fn=None, args=(), tpb: int | None = None
+                ) -> int:
+        """Blocks for `work` items handled `per_block` at a time in grid-stride loops: at most
+        one wave of the blocks of kernel `fn` (launched with `args`, `tpb` threads) the device
+        holds at once (occupancy.py; with no kernel, what its thread limits allow)."""
+        if CONFIG.cuda_sim:  # the simulator costs ~0.3 ms per simulated thread
+            return max(1, min(-(-work // per_block), SIM_MAX_BLOCKS))
+        return self.geometry.grid(work, per_block, fn, args, tpb or _tpb())
+
+    def resident_blocks(self, fn, tpb: int, shared: int = 0, args=()) -> int:
+        """Blocks of kernel `fn` one SM holds at once with `tpb` threads and `shared` bytes
+        of dynamic shared memory, from its registers and static shared memory as compiled
+        (compiled for `args` first where it has no overload yet); at least 1. Under the
+        simulator, the thread and block limits only."""
+        return self.geometry.resident_blocks(None if CONFIG.cuda_sim else fn, tpb, shared, args)
+
+    def loop_tpb(self, fn, args) -> int:
+        """The block size of a grid-stride kernel whose source does not depend on it (loop
+        and horizontal kernels): of 256, 128 and 512, the one that keeps the most warps
+        resident with its registers."""
+        return _tpb() if CONFIG.cuda_sim else self.geometry.tpb(fn, args)
 
     def reduce_split(self, nout: int, nred: int) -> int:
         """G, the blocks per output of a reduction. Full reductions always get several blocks
         (two under the simulator); otherwise enough blocks to fill the device, each with at
-        least 8 elements per thread."""
-        if nout == 1:
-            if CONFIG.cuda_sim:
-                return 2
-            return max(2, min(nred // (_tpb() * 8), 1024))
+        least 8 elements per thread; never past one wave of the blocks the device holds at
+        once (the thread limits' count: resident_blocks(kernel, ...) gives a kernel's own)."""
         if CONFIG.cuda_sim:
-            return 1
-        want = -(-self._blocks(1 << 40, 1) // nout)  # blocks per output to fill the device
+            return 2 if nout == 1 else 1
+        wave = self._blocks(1 << 40, 1)
+        if nout == 1:
+            return max(2, min(nred // (_tpb() * 8), wave))
+        want = -(-wave // nout)  # blocks per output to fill the device
         return max(1, min(want, nred // (_tpb() * 8), 256))
 
     def _compiled(self, fns, key) -> tuple[int, callable]:
@@ -418,34 +432,39 @@ class CudaBackend(Backend):
         targets = [o.reshape(1) if o.ndim == 0 else o for o in outs]
         out, target = outs[0], targets[0]
         fn = kernel.fn
-        fin = _thread_of(kernel) if kernel.kind == "reduce" else None
+        thread = _thread_of(kernel) if kernel.kind == "reduce" else None
         sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
-        before, compiled = self._compiled([f for f in (fn, fin) if f is not None], sig)
+        before, compiled = self._compiled([f for f in (fn, thread) if f is not None], sig)
         if CONFIG.cuda_sim:
-            sim_math(fn, fin)
+            sim_math(fn, thread)
         t0 = time.perf_counter()
         tpb = _tpb()
         stream = self.stream()
-        launches = 1  # (0 where there is no work, 2 for a reduction's passes)
+        launches = 1  # (0 where there is no work)
         if kernel.kind == "loop":
             sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
             total = _math.prod(sizes)
             if total:
-                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts, *sizes)
+                args = (*targets, *params, *consts, *sizes)
+                t = self.loop_tpb(fn, args)
+                fn[self._blocks(total, t, fn, args, t), t, stream](*args)
             else:
                 launches = 0
         elif kernel.kind == "horizontal":
             total = max(_math.prod(o.shape) for o in outs)
             if total:
-                fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts)
+                args = (*targets, *params, *consts)
+                t = self.loop_tpb(fn, args)
+                fn[self._blocks(total, t, fn, args, t), t, stream](*args)
             else:
                 launches = 0
         elif kernel.kind == "row":
             plan = row_plan(body)
             nrow = _math.prod(plan.shape[:plan.nkept])
-            if nrow:
-                fn[self._blocks(nrow, 1), tpb, stream](*targets, *params, *consts, *plan.shape)
+            if nrow:  # (its tpb is in its source: shared arrays)
+                args = (*targets, *params, *consts, *plan.shape)
+                fn[self._blocks(nrow, 1, fn, args), tpb, stream](*args)
             else:
                 launches = 0
         else:
@@ -464,15 +483,17 @@ class CudaBackend(Backend):
         nred = _math.prod(d for k, d in enumerate(m) if k in axes)
         if not nout:
             return 0
-        tpb = _tpb()
         if strategy(red, m, CONFIG.cuda_sim) == "thread":
-            _thread_of(kernel)[self._blocks(nout, tpb), tpb, stream](target, *params, *consts, *m)
+            fn = _thread_of(kernel)
+            args = (target, *params, *consts, *m)
+            t = self.loop_tpb(fn, args)  # (no shared memory: any block size)
+            fn[self._blocks(nout, t, fn, args, t), t, stream](*args)
             return 1
         G = self.reduce_split(nout, nred)
         pv = self.empty((nout * G,), partial_dtype(red))
         pi = self.empty((nout * G,) if is_arg(red) else (1,), np.int64)
-        kernel.fn[self._blocks(nout * G, 1), tpb, stream](target, *params, *consts, pv, pi,
-                                                          self._tickets(nout), *m, G)
+        args = (target, *params, *consts, pv, pi, self._tickets(nout), *m, G)
+        kernel.fn[self._blocks(nout * G, 1, kernel.fn, args), _tpb(), stream](*args)
         self.release(pv)  # stream order: a later kernel reusing them runs after this one
         self.release(pi)
         return 1
@@ -517,8 +538,23 @@ class CudaBackend(Backend):
         if not shape:
             shape, ostr, xstr = (1,), (0,), (0,)
         fn = self.library_kernel("copy", len(shape))
-        self.lib_launch(fn, self._blocks(work, _tpb()), _tpb(), self.flatten(out),
-                        self.flatten(x), oo, xo, *shape, *ostr, *xstr)
+        args = (self.flatten(out), self.flatten(x), oo, xo, *shape, *ostr, *xstr)
+        self.lib_launch(fn, self._blocks(work, _tpb(), fn, args), _tpb(), *args)
+
+    def put(self, out, value, axis: int, lo: int) -> None:
+        """out[..., lo:lo + len, ...] = value along `axis` (a budget's chunk into its output),
+        on the device: one device-to-device copy where the rows lie in one run, else one
+        strided-copy kernel."""
+        value = self.contiguous(self._dev(value))
+        if value.size == 0:
+            return
+        os_ = cstrides(out.shape)
+        start = lo * os_[axis]
+        if all(d == 1 for d in tuple(out.shape)[:axis]):  # the rows are one contiguous run
+            self.flatten(out)[start:start + value.size].copy_to_device(
+                self.flatten(value), stream=self.stream())
+        else:
+            self._copy(out, value, start, 0, value.shape, os_, cstrides(value.shape))
 
     def _view_copy(self, shape, dtype, x, xo: int, xstr) -> object:
         """x's elements at offset xo, strides xstr as a contiguous array of `shape`: a device

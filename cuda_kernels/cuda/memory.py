@@ -1,14 +1,20 @@
-"""A caching device allocator. Buffers the executor lets go of (an intermediate after the last
-reader of its storage, a reduction's partial results) are kept and handed out again for the
-same byte size, so repeated evaluations do not call cudaMalloc, and free, each time.
+"""Device memory: a caching, stream-ordered allocator (DevicePool), pinned staging buffers for
+uploads (Staging), and the views of memory other libraries own (Borrowed, interface).
 
-Only arrays this pool handed out come back, and only when the executor releases them: it knows
-from the plan's storage analysis that no view and no result still refers to them. A handed-out
-array is recognized by identity (a weak reference), never by a reused `id`.
+DevicePool keeps blocks of size classes (eight a power of two: at most 1/8 wasted) and hands
+them out again. A block comes back when the executor releases an intermediate (it knows from
+the plan's storage analysis that nothing refers to it) or when the last array over a block
+handed out dies (a result the user dropped, an uploaded input): each hand-out is a lease whose
+finalizer returns the block. The backend has one stream and every use of a block is enqueued
+on it, so work enqueued after a block came back runs after its last use: reuse needs no wait
+and never frees through numba's deferred deallocation (which synchronizes).
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import ctypes
+import itertools
 import math
 import weakref
 
@@ -25,48 +31,149 @@ def cstrides(shape) -> list[int]:
     return st
 
 
+def size_class(nbytes: int) -> int:
+    """The block size that serves a request of nbytes: 512 B at least (the driver's own
+    granularity), above that eight classes per power of two, so a block wastes under 1/8."""
+    if nbytes <= 512:
+        return 512
+    step = 1 << (nbytes.bit_length() - 4)
+    return -(-nbytes // step) * step
+
+
+class _SimLease:
+    """Under the simulator, the host memory of a block handed out: every NumPy view of the
+    array made over it keeps it alive, so its death means no array reads the block."""
+
+    def __init__(self, block: np.ndarray, nbytes: int):
+        self.block = block
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "version": 3,
+                                    "data": (block.__array_interface__["data"][0], False)}
+
+
 class DevicePool:
-    IDLE_CAP = 2 << 30  # idle bytes kept; past this the oldest idle blocks are let go
+    """See the module docstring. `idle` (bytes of blocks kept for reuse) is at most IDLE_CAP;
+    `within(room)` is the pool under a memory budget."""
+    IDLE_CAP = 2 << 30  # idle bytes kept; past this the largest idle blocks are let go
 
     def __init__(self, api):
         self._api = api  # () -> the module with device_array (numba.cuda or its simulator)
-        self._free: dict[int, list] = {}
-        self._owner: dict[int, tuple] = {}
+        self._free: dict[tuple, list] = {}  # (api, block size) -> idle blocks
+        self._out: dict[int, tuple] = {}  # token -> (free-list key, block, id(array), lease)
+        self._by_arr: dict[int, tuple] = {}  # id(array handed out) -> (weak ref, token)
+        self._back = collections.deque()  # tokens whose lease died (a finalizer appends)
+        self._held: dict[int, object] = {}  # token -> the lease of a block released early
+        self._tokens = itertools.count()
+        self._exact = False  # under a budget: blocks of the bytes asked for (see within)
         self.idle = 0
         self.hits = 0
         self.allocs = 0
+        self.returned = 0  # blocks that came back when their arrays died
 
     def empty(self, shape, dtype):
+        self.take_back()
         dtype = np.dtype(dtype)
+        shape = tuple(shape)
         nbytes = math.prod(shape) * dtype.itemsize
+        api = self._api()
         if nbytes == 0:
-            return self._api().device_array(shape, dtype)
-        blocks = self._free.get(nbytes)
+            return api.device_array(shape, dtype)
+        key = (api, nbytes if self._exact else size_class(nbytes))
+        blocks = self._free.get(key)
         if blocks:
             block = blocks.pop()
-            self.idle -= nbytes
+            self.idle -= key[1]
             self.hits += 1
         else:
-            block = self._api().device_array(nbytes, np.uint8)
+            block = api.device_array(key[1], np.uint8)
             self.allocs += 1
-        arr = block.view(dtype).reshape(tuple(shape))
-        self._owner[id(arr)] = (block, weakref.ref(arr))
-        if len(self._owner) > 4096:  # forget arrays that died unreleased (results, mostly)
-            self._owner = {k: v for k, v in self._owner.items() if v[1]() is not None}
+        token = next(self._tokens)
+        flat, lease = self._lease(block, nbytes, token)
+        arr = flat.view(dtype).reshape(shape)
+        self._out[token] = (key, block, id(arr), lease)
+        self._by_arr[id(arr)] = (weakref.ref(arr), token)
         return arr
 
+    def _lease(self, block, nbytes: int, token: int):
+        """(a flat uint8 array over the first nbytes of block, what the pool must hold for
+        the lease to stay alive or None): the block comes back once no array over it lives."""
+        core = getattr(block, "_ary", None)
+        if core is not None:  # the simulator: host memory, NumPy's references tell
+            lease = _SimLease(core, nbytes)
+            weakref.finalize(lease, self._back.append, token)
+            return self._api().cudadrv.devicearray.FakeCUDAArray(np.asarray(lease)), None
+        # numba-cuda: views of a device array share its pointer object or take counted
+        # references to its owner (driver.OwnedPointer); an AutoFreePointer calls its
+        # finalizer when the count drops to zero, as numba's own allocations do
+        from numba.cuda.cudadrv import devicearray, driver
+        mem = block.gpu_data
+        lease = driver.AutoFreePointer(mem.context, mem.device_pointer, nbytes,
+                                       finalizer=lambda: self._back.append(token))
+        flat = devicearray.DeviceNDArray((nbytes,), (1,), np.dtype(np.uint8),
+                                         gpu_data=lease.own())
+        return flat, lease
+
     def release(self, arr) -> None:
-        entry = self._owner.get(id(arr))
-        if entry is None or entry[1]() is not arr:
+        """The executor is done with `arr` (one this pool handed out), before it dies."""
+        self.take_back()
+        entry = self._by_arr.get(id(arr))
+        if entry is not None and entry[0]() is arr:
+            lease = self._out[entry[1]][3]
+            if lease is not None:  # numba-cuda's views reach it through weak proxies: kept
+                self._held[entry[1]] = lease  # until they die, so they stay valid objects
+            self._give_back(entry[1])
+
+    def take_back(self) -> None:
+        """Take back the blocks whose arrays died (finalizers only queue their tokens: one
+        may run in the middle of a pool method)."""
+        while self._back:
+            token = self._back.popleft()
+            self._held.pop(token, None)
+            if self._give_back(token):
+                self.returned += 1
+
+    def _give_back(self, token: int) -> bool:
+        entry = self._out.pop(token, None)
+        if entry is None:  # released by the executor before its arrays died
+            return False
+        key, block, arr_id, _ = entry
+        ref = self._by_arr.get(arr_id)
+        if ref is not None and ref[1] == token:
+            del self._by_arr[arr_id]
+        self._free.setdefault(key, []).append(block)
+        self.idle += key[1]
+        self.trim(self.IDLE_CAP)
+        return True
+
+    def trim(self, cap: int) -> None:
+        """Let idle blocks go, the largest first, until at most `cap` bytes are idle. Under a
+        budget the driver frees them at once: memory numba would free later still counts."""
+        if self.idle <= cap:
             return
-        del self._owner[id(arr)]
-        block = entry[0]
-        self._free.setdefault(block.size, []).append(block)
-        self.idle += block.size
-        for size in sorted(self._free, reverse=True):
-            while self.idle > self.IDLE_CAP and self._free[size]:
-                self._free[size].pop(0)
-                self.idle -= size
+        dropped = False
+        for key in sorted(self._free, key=lambda k: -k[1]):
+            blocks = self._free[key]
+            while self.idle > cap and blocks:
+                blocks.pop(0)
+                self.idle -= key[1]
+                dropped = True
+        if dropped and self._exact:
+            pending = getattr(self._api().current_context(), "deallocations", None)
+            if pending is not None:  # (none under the simulator)
+                pending.clear()
+
+    @contextlib.contextmanager
+    def within(self, room: int):
+        """The pool under a memory budget whose plan leaves `room` bytes: its idle blocks count
+        as used, so at most `room` are kept (the rest let go now), and blocks are the size
+        asked for (the plan counts exact bytes; a size class could waste 1/8 of them)."""
+        old = self.IDLE_CAP, self._exact
+        self.IDLE_CAP, self._exact = min(self.IDLE_CAP, max(room, 0)), True
+        self.take_back()
+        self.trim(self.IDLE_CAP)
+        try:
+            yield self
+        finally:
+            self.IDLE_CAP, self._exact = old
 
 
 class Staging:

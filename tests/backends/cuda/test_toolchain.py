@@ -130,8 +130,8 @@ def test_simulator_by_environment_alone(tmp_path):
         from tracer.ir.config import CONFIG
         launches = []
         real = backend.CudaBackend._blocks
-        def blocks(self, work, per_block):
-            launches.append(real(self, work, per_block))
+        def blocks(self, work, per_block, *rest):
+            launches.append(real(self, work, per_block, *rest))
             return launches[-1]
         backend.CudaBackend._blocks = blocks
         h = numpy.linspace(-1, 1, 200).reshape(4, 50)
