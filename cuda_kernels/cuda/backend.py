@@ -71,7 +71,8 @@ from .codegen import (HEADER, NB_TYPES, TILE, WIDE, CudaEmitter, _tpb, gen_horiz
 from .index import device_gather, device_scatter, gen_index
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
 from .sim import sim_math
-from .transpose import gen_transpose, tiled_transpose
+from .transpose import (gen_tiled_loop, gen_transpose, tile_launch, tiled_transpose,
+                        tiles_last_two)
 from .toolchain import device_api
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
@@ -143,6 +144,8 @@ class CudaBackend(Backend):
             src, meta = gen_row(em, body, name, _tpb()), {}
         elif kind == "horizontal":
             src, meta = gen_horizontal(em, body, name), {}
+        elif not flat and tiles_last_two(body):
+            src, meta = gen_tiled_loop(em, body, name, CONFIG.cuda_sim), {"tiled": True}
         else:
             src = gen_loop(em, body, name, flat)
             meta = {}
@@ -440,7 +443,8 @@ class CudaBackend(Backend):
         fin = _fin_of(kernel) if kernel.kind == "reduce" else None
         sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
-        if kernel.kind in ("loop", "horizontal"):
+        tiled = (kernel.meta or {}).get("tiled", False)
+        if kernel.kind in ("loop", "horizontal") and not tiled:
             bits = index_bits(max(_math.prod(o.shape) for o in outs))
             fn = _index_variant(kernel, bits)
             sig += (bits,)  # the simulator's compile count tells the variants apart
@@ -455,6 +459,11 @@ class CudaBackend(Backend):
             total = max(_math.prod(o.shape) for o in outs)
             if not total:
                 launches = 0
+            elif tiled:  # X's sizes: the output's with the last two swapped
+                sizes = tuple(out.shape[:-2]) + (out.shape[-1], out.shape[-2])
+                grid, block = tile_launch(self, CONFIG.cuda_sim, _math.prod(sizes[:-2]),
+                                          sizes[-2], sizes[-1])
+                fn[grid, block, stream](*targets, *params, *consts, *sizes)
             elif kernel.kind == "horizontal":
                 fn[self._blocks(total, tpb), tpb, stream](*targets, *params, *consts)
             else:

@@ -51,7 +51,7 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0), wide: bool = False) -> dict[str
     sig += [nb_array(p.dtype, 1 if kernel.flat else p.ndim) for p in em.params]
     sig += [numba.from_dtype(c.dtype) for c in em.consts]
     names = [kernel.name]
-    if kernel.kind in ("loop", "horizontal") and wide:
+    if kernel.kind in ("loop", "horizontal") and wide and not (kernel.meta or {}).get("tiled"):
         names.append(kernel.name + WIDE)
     if kernel.kind == "loop":
         sig += [numba.int64] * max(rank, 1)
