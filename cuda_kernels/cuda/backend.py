@@ -70,7 +70,7 @@ from .codegen import (HEADER, NB_TYPES, TILE, WIDE, CudaEmitter, _tpb, gen_horiz
                       gen_matmul, gen_reduce, gen_row, gen_strided_copy, index_bits)
 from .index import device_gather, device_scatter, gen_index
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
-from .sim import sim_math
+from .sim import shared_arrays_once, sim_math
 from .transpose import (gen_tiled_loop, gen_transpose, tile_launch, tiled_transpose,
                         tiles_last_two)
 from .toolchain import device_api
@@ -129,6 +129,7 @@ class CudaBackend(Backend):
         """The decorators a generated module is imported with: the simulator's, or `cuda.jit`
         with the kernel disk cache (cuda/cache.py) and inline device helpers."""
         if CONFIG.cuda_sim:
+            shared_arrays_once()
             jit, dev = self._sim.jit, self._sim.jit(device=True)
         else:
             from .cache import jit  # lazy: device mode only (numba-cuda caching)
