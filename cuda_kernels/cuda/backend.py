@@ -461,7 +461,8 @@ class CudaBackend(Backend):
             if not total:
                 launches = 0
             elif tiled:  # X's sizes: the output's with the last two swapped
-                sizes = tuple(out.shape[:-2]) + (out.shape[-1], out.shape[-2])
+                sh = tuple(out.shape)  # (the simulator's shapes take no negative index)
+                sizes = sh[:-2] + (sh[-1], sh[-2])
                 grid, block = tile_launch(self, CONFIG.cuda_sim, _math.prod(sizes[:-2]),
                                           sizes[-2], sizes[-1])
                 fn[grid, block, stream](*targets, *params, *consts, *sizes)
