@@ -3,8 +3,14 @@ comes from cuda/codegen.py, for the same fusion bodies as the CPU backend; gathe
 run in cuda/index.py.
 
 Kernels
-- Loop kernels: a grid-stride loop over the flat output index; a rank>1 non-flat kernel gets its
-  multi-index from divmod by the output sizes, which are kernel arguments (never constants).
+- Loop kernels (codegen.grid_loops): a grid-stride loop over the flat output index for flat and
+  rank-1 kernels; from rank 2 a 2-D grid, rows (the outer axes, multi-index by divmod once a
+  row) on y and the innermost axis on x, so no divmod per element. Sizes are kernel arguments
+  (never constants). Each kernel has a 32-bit and a 64-bit index variant (unsigned index
+  arithmetic, cast back at every step); the launch takes the 32-bit one where the output has
+  fewer than 2**31 elements. Subscripts are unsigned (no negative-index wrap), as on the CPU.
+  A kernel whose output is the transpose of its last two axes goes through a shared-memory
+  tile (cuda/transpose.py): coalesced reads and writes.
 - Reductions: two launches. The first gives every output `G` blocks; each thread strides over the
   flattened reduced index (multi-index by divmod), then the block combines its threads in a
   shared-memory tree (`cuda.syncthreads()` between levels) and writes one partial. The second
@@ -36,7 +42,9 @@ What runs where (`run_node`)
 - On the device, no host copy:
   * reshape of a contiguous array, and a slice, transpose or broadcast whose elements already
     lie in C order (a row, rows along axis 0): a device view (no allocation, no launch);
-  * other slices, transposes, broadcast_to: one strided-copy kernel into a new array;
+  * a transpose that swaps two blocks of axes (`.T`, a batch's last two axes): the tiled
+    transpose kernel (cuda/transpose.py); other slices, transposes, broadcast_to: one
+    strided-copy kernel into a new array (2-D grid from rank 2, both index variants);
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
     the slice;

@@ -36,7 +36,8 @@ def _tpb() -> int:
     return SIM_TPB if CONFIG.cuda_sim else 256
 
 
-def _unflatten(var: str, names: list[str], sizes: list[str], ind: str, cast: str = "") -> list[str]:
+def _unflatten(var: str, names: list[str], sizes: list[str], ind: str, cast: str = ""
+               ) -> list[str]:
     """names[k] = k-th digit of var in the mixed radix `sizes` (last fastest); `cast`: the
     index type each step is cast back to (Numba widens integer arithmetic to 64 bits)."""
     if not names:
@@ -99,8 +100,8 @@ def grid_loops(U: str, sizes: list[str], idx: list[str], body: list[str], two_d:
 
 def _variants(name: str, args: list[str], make) -> str:
     """The module text of a kernel's two index variants; make(U) gives a body's lines."""
-    return "\n\n\n".join("\n".join(["@_jit", f"def {name}{suffix}({', '.join(args)}):"] + make(U))
-                          for suffix, U in INDEX_TYPES)
+    return "\n\n\n".join("\n".join(["@_jit", f"def {name}{suffix}({', '.join(args)}):"] +
+                                    make(U)) for suffix, U in INDEX_TYPES)
 
 
 # numba-cuda computes a float `%` as a - b * floor(a / b): NaN for an infinite b, inexact for
