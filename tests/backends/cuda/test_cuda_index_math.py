@@ -151,17 +151,19 @@ def test_kernel_source_holds_both_variants_and_unsigned_subscripts():
 
 # ---------------------------------------------------------------- both variants, against NumPy
 
-CASES = {
-    "flat": (lambda a, b, c, d: a * 3 - a, lambda a, b, c, d: a * 3 - a),
-    "broadcast_rank2": (lambda a, b, c, d: a * b - c, lambda a, b, c, d: a * b - c),
-    "transposed_rank3": (lambda a, b, c, d: d.transpose(1, 0, 2) + d[0, :, None],
-                         lambda a, b, c, d: d.transpose(1, 0, 2) + d[0, :, None]),
-    "rank4_broadcast": (lambda a, b, c, d: d[:, None] * b + 1,
-                        lambda a, b, c, d: d[:, None] * b + 1),
-    "int_wrap": (lambda a, b, c, d: (a * 7).astype(np.int64) * 3 + 2 ** 62,
-                 lambda a, b, c, d: (a * 7).astype(numpy.int64) * 3 + 2 ** 62),
-    "bool_and_cast": (lambda a, b, c, d: ((a > 0) & (c < 0)).astype(np.uint8),
-                      lambda a, b, c, d: ((a > 0) & (c < 0)).astype(numpy.uint8)),
+CASES = {  # a (3, 5), b (5,), c (3, 1), d (2, 3, 5), e (3, 2, 19): 2-D grids stride both ways
+    "flat": (lambda a, b, c, d, e: a * 3 - a, lambda a, b, c, d, e: a * 3 - a),
+    "broadcast_rank2": (lambda a, b, c, d, e: a * b - c, lambda a, b, c, d, e: a * b - c),
+    "transposed_rank3": (lambda a, b, c, d, e: d.transpose(1, 0, 2) + d[0, :, None],
+                         lambda a, b, c, d, e: d.transpose(1, 0, 2) + d[0, :, None]),
+    "rank4_broadcast": (lambda a, b, c, d, e: d[:, None] * b + 1,
+                        lambda a, b, c, d, e: d[:, None] * b + 1),
+    "int_wrap": (lambda a, b, c, d, e: (a * 7).astype(np.int64) * 3 + 2 ** 62,
+                 lambda a, b, c, d, e: (a * 7).astype(numpy.int64) * 3 + 2 ** 62),
+    "bool_and_cast": (lambda a, b, c, d, e: ((a > 0) & (c < 0)).astype(np.uint8),
+                      lambda a, b, c, d, e: ((a > 0) & (c < 0)).astype(numpy.uint8)),
+    "long_rows": (lambda a, b, c, d, e: e * 2 - e[:, :1], lambda a, b, c, d, e: e * 2 - e[:, :1]),
+    "zero_d": (lambda a, b, c, d, e: a[1, 2] * 2 + 1, lambda a, b, c, d, e: a[1, 2] * 2 + 1),
 }
 
 
@@ -169,7 +171,8 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_loop_kernels_in_both_variants_match_numpy(monkeypatch, variants, no_host, bits, name):
     monkeypatch.setattr(cuda_mod, "index_bits", lambda total: bits)
-    h = (_rand((3, 5)), _rand((5,), seed=1), _rand((3, 1), seed=2), _rand((2, 3, 5), seed=3))
+    h = (_rand((3, 5)), _rand((5,), seed=1), _rand((3, 1), seed=2), _rand((2, 3, 5), seed=3),
+         _rand((3, 2, 19), seed=4))
     mine, ref = CASES[name]
     with numpy.errstate(over="ignore"):
         want = ref(*h)
