@@ -102,7 +102,7 @@ def sweep_kernels():
 # generated for in the sweep's shapes and beyond, matmul's accumulator families, and each
 # index-kernel mode (atomics per dtype family, the serial combiners, gather, claim/write)
 LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "int8")] + \
-    [("transpose", f"uint{b}", ()) for b in (8, 16, 32, 64)] + \
+    [("transpose", f"uint{b}", (f"uint{b}",) * 2) for b in (8, 16, 32, 64)] + \
     [("matmul", dts[0], dts) for dts in [("float32",) * 3, ("float64", "int32", "float32"),
                                          ("int64",) * 3, ("bool",) * 3]] + \
     [("index", f"{r}_{k}_gather", ("float32", "float32", "float32", "int64"))
