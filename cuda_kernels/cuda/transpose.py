@@ -60,24 +60,24 @@ def _tiled(name: str, args: list[str], sh_t: str, L: str, P: str, Q: str, lead: 
     value of X at (ip, iq); `store`: out's element at (iq, ip)."""
     T, R = tile_shape(sim)
     stmts, v = load
-    L_ = ["@_jit", f"def {name}({', '.join(args)}):",
-          f"    tile = cuda.shared.array(({T}, {T + 1}), {sh_t})",
-          "    tx = cuda.threadIdx.x", "    ty = cuda.threadIdx.y",
-          f"    nq = ({Q} + {T - 1}) // {T}", f"    ntiles = nq * (({P} + {T - 1}) // {T})",
-          f"    for z in range(cuda.blockIdx.z, {L}, cuda.gridDim.z):"]
-    L_ += lead
-    L_ += ["        for tt in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):",
-           f"            rp = (tt // nq) * {T}", f"            cq = (tt % nq) * {T}",
-           f"            if cq + tx < {Q}:", "                iq = cq + tx",
-           f"                for r in range(ty, min({T}, {P} - rp), {R}):",
-           "                    ip = rp + r"]
-    L_ += ["                    " + s for s in stmts]
-    L_ += [f"                    tile[r, tx] = {v}", "            cuda.syncthreads()",
-           f"            if rp + tx < {P}:", "                ip = rp + tx",
-           f"                for r in range(ty, min({T}, {Q} - cq), {R}):",
-           "                    iq = cq + r", f"                    {store} = tile[tx, r]",
-           "            cuda.syncthreads()  # the tile is read before the next one is written"]
-    return "\n".join(L_)
+    lines = ["@_jit", f"def {name}({', '.join(args)}):",
+             f"    tile = cuda.shared.array(({T}, {T + 1}), {sh_t})",
+             "    tx = cuda.threadIdx.x", "    ty = cuda.threadIdx.y",
+             f"    nq = ({Q} + {T - 1}) // {T}", f"    ntiles = nq * (({P} + {T - 1}) // {T})",
+             f"    for z in range(cuda.blockIdx.z, {L}, cuda.gridDim.z):"]
+    lines += lead
+    lines += ["        for tt in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):",
+              f"            rp = (tt // nq) * {T}", f"            cq = (tt % nq) * {T}",
+              f"            if cq + tx < {Q}:", "                iq = cq + tx",
+              f"                for r in range(ty, min({T}, {P} - rp), {R}):",
+              "                    ip = rp + r"]
+    lines += ["                    " + s for s in stmts]
+    lines += [f"                    tile[r, tx] = {v}", "            cuda.syncthreads()",
+              f"            if rp + tx < {P}:", "                ip = rp + tx",
+              f"                for r in range(ty, min({T}, {Q} - cq), {R}):",
+              "                    iq = cq + r", f"                    {store} = tile[tx, r]",
+              "            cuda.syncthreads()  # the tile is read before the next one is written"]
+    return "\n".join(lines)
 
 
 def gen_transpose(name: str, sim: bool, uint: str) -> str:
