@@ -62,6 +62,13 @@ def _numpy_loop(n: Node, tpl: str) -> str:
     return tpl
 
 
+def unsigned_index(idx: tuple[str, ...]) -> list[str]:
+    """Array subscripts cast to `_ix` (np.uint64, bound by each backend's module header): Numba
+    wraps a signed index (`i < 0 ? i + n : i`), which costs a compare and select per axis and
+    keeps LLVM from vectorizing; fused kernels never index below 0."""
+    return [i if i.isdigit() else f"_ix({i})" for i in idx]
+
+
 def tname(dt: np.dtype) -> str:
     return TYPE_NAMES[np.dtype(dt).name]
 
@@ -222,7 +229,8 @@ class Emitter:
             ax = n.attr("axis")
             nv, mv = self.emit(n_len, (), out, memo), self.emit(m_len, (), out, memo)
             flat = self.fresh()
-            out.append(f"{flat} = {idx[ax]} * {mv} + {idx[ax + 1]}{self.note(n)}")
+            # (signed: an unsigned index times the int64 length would be float64 in Numba)
+            out.append(f"{flat} = _i64({idx[ax]}) * {mv} + _i64({idx[ax + 1]}){self.note(n)}")
             xi = idx[:ax] + (f"min({flat}, {nv} - 1)",) + idx[ax + 2:]
             v = self.emit(x, xi, out, memo)
             res = self.fresh()

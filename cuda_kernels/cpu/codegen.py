@@ -16,7 +16,7 @@ import numpy as np
 from tracer.ir.node import Node, toposort
 from tracer.ir.registry import ACC_SELECT, OPS, fusion_outputs
 from ..base import Gen
-from ..emit import Emitter, tname
+from ..emit import Emitter, tname, unsigned_index
 from .helpers import HELPERS
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, find_reduce,
                         ident_literal, is_reduce, reach, reduce_layout, row_index, row_plan,
@@ -53,7 +53,7 @@ class CpuEmitter(Emitter):
     def sub(self, name: str, idx: tuple[str, ...]) -> str:
         if not idx:
             return f"{name}[()]"
-        return f"{name}[{', '.join(i if i.isdigit() else f'_ix({i})' for i in idx)}]"
+        return f"{name}[{', '.join(unsigned_index(idx))}]"
 
     def load(self, p: Node, idx: tuple[str, ...]) -> str:
         if idx:

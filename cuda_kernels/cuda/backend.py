@@ -3,8 +3,14 @@ comes from cuda/codegen.py, for the same fusion bodies as the CPU backend; gathe
 run in cuda/index.py.
 
 Kernels
-- Loop kernels: a grid-stride loop over the flat output index; a rank>1 non-flat kernel gets its
-  multi-index from divmod by the output sizes, which are kernel arguments (never constants).
+- Loop kernels (codegen.grid_loops): a grid-stride loop over the flat output index for flat and
+  rank-1 kernels; from rank 2 a 2-D grid, rows (the outer axes, multi-index by divmod once a
+  row) on y and the innermost axis on x, so no divmod per element. Sizes are kernel arguments
+  (never constants). Each kernel has a 32-bit and a 64-bit index variant (unsigned index
+  arithmetic, cast back at every step); the launch takes the 32-bit one where the output has
+  fewer than 2**31 elements. Subscripts are unsigned (no negative-index wrap), as on the CPU.
+  A kernel whose output is the transpose of its last two axes goes through a shared-memory
+  tile (cuda/transpose.py): coalesced reads and writes.
 - Reductions: one launch of the form cuda/reduce.py picks by shape: a thread per output in
   NumPy's order (float sums pairwise as NumPy adds them, so results are NumPy's to the bit), or
   G blocks per output whose last block to finish combines the partials in a fixed tree. No
@@ -37,7 +43,9 @@ What runs where (`run_node`)
 - On the device, no host copy:
   * reshape of a contiguous array, and a slice, transpose or broadcast whose elements already
     lie in C order (a row, rows along axis 0): a device view (no allocation, no launch);
-  * other slices, transposes, broadcast_to: one strided-copy kernel into a new array;
+  * a transpose that swaps two blocks of axes (`.T`, a batch's last two axes): the tiled
+    transpose kernel (cuda/transpose.py); other slices, transposes, broadcast_to: one
+    strided-copy kernel into a new array (2-D grid from rank 2, both index variants);
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
     the slice;
@@ -71,22 +79,29 @@ from ..compiler import import_module, write_module
 from ..emit import key_hash, type_aliases
 from ..planning import find_reduce, is_arg, row_plan
 from . import libs, occupancy
-from .codegen import (HEADER, NB_TYPES, CudaEmitter, _tpb, gen_horizontal, gen_loop, gen_matmul,
-                      gen_row, gen_strided_copy)
+from .codegen import (HEADER, NB_TYPES, WIDE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
+                      gen_matmul, gen_row, gen_strided_copy, index_bits)
 from .reduce import gen_block, gen_thread, partial_dtype, strategy
 from .index import device_gather, device_scatter, gen_index
 from .libs import tiled_matmul
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
-from .sim import sim_math
+from .sim import shared_arrays_once, sim_math
+from .transpose import (gen_tiled_loop, gen_transpose, tile_launch, tiled_transpose,
+                        tiles_last_two)
 from .toolchain import device_api
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
 FLAG_SLOTS = 256  # device error records between two host waits (index kernels: one a launch)
-_LIB: dict[str, object] = {}  # library kernels by name (kind, argument and mode)
+_LIB: dict[str, object] = {}  # library kernels' modules by name (kind, argument and mode)
 
 
 def _on_device_dtype(*dts) -> bool:
     return all(np.dtype(d).name in NB_TYPES for d in dts)
+
+
+def _c_ordered(shape, strides) -> bool:
+    """Elements at these strides (in elements) lie in C order: a view needs no copy."""
+    return all(d <= 1 or st == c for d, st, c in zip(shape, strides, cstrides(shape)))
 
 
 def _is_device(x) -> bool:
@@ -131,6 +146,7 @@ class CudaBackend(Backend):
         """The decorators a generated module is imported with: the simulator's, or `cuda.jit`
         with the kernel disk cache (cuda/cache.py) and inline device helpers."""
         if CONFIG.cuda_sim:
+            shared_arrays_once()
             jit, dev = self._sim.jit, self._sim.jit(device=True)
             ldcg = _sim_ldcg
         else:  # the intrinsic itself: cuda.ldcg's overload needs a driver to compile
@@ -148,28 +164,33 @@ class CudaBackend(Backend):
             src, meta = gen_row(em, body, name, _tpb()), {}
         elif kind == "horizontal":
             src, meta = gen_horizontal(em, body, name), {}
+        elif not flat and tiles_last_two(body):
+            src, meta = gen_tiled_loop(em, body, name, CONFIG.cuda_sim), {"tiled": True}
         else:
             src = gen_loop(em, body, name, flat)
             meta = {}
         return Gen(HEADER, em.helper_source("@_devjit"), src, em.consts, meta)
 
-    def library_kernel(self, kind: str, arg) -> object:
-        """A library kernel (strided copy of a rank, matmul of a result dtype, or an index
-        kernel: cuda/index.py) for the current mode, generated once into the kernel cache's
-        folder and imported like a fusion kernel, so the simulator and PTX tests see the same
-        source. Its module is named by the hash of its text, as batch modules are: a file never
-        changes under a process using it (the CUDA disk cache keys kernels by that text)."""
+    def library_kernel(self, kind: str, arg, variant: str = "") -> object:
+        """A library kernel (strided copy of a rank, matmul of a result dtype, an index kernel:
+        cuda/index.py, or a tiled transpose: cuda/transpose.py) for the current mode, generated
+        once into the kernel cache's folder and imported like a fusion kernel, so the simulator
+        and PTX tests see the same source. Its module is named by the hash of its text, as batch
+        modules are: a file never changes under a process using it (the CUDA disk cache keys
+        kernels by that text). `variant`: the suffix of another function of the module (the
+        copy's and transpose's 64-bit index variant, codegen.WIDE)."""
         name = f"lib_{kind}_{arg}_{self._mode()}"
-        fn = _LIB.get(name)
-        if fn is None:
+        mod = _LIB.get(name)
+        if mod is None:
             src = {"copy": lambda: gen_strided_copy(arg, name), "index": lambda: gen_index(arg, name),
-                   "matmul": lambda: gen_matmul(np.dtype(arg), name)}[kind]()
+                   "matmul": lambda: gen_matmul(np.dtype(arg), name),
+                   "transpose": lambda: gen_transpose(name, CONFIG.cuda_sim, arg)}[kind]()
             source = "\n".join(["# generated by tracer: do not edit", HEADER, type_aliases(), "",
                                 src, ""])
             module = f"{name}_{key_hash(source)}"
-            mod = import_module(module, write_module(module, source), self.module_globals())
-            fn = _LIB[name] = getattr(mod, name)
-        return fn
+            mod = _LIB[name] = import_module(module, write_module(module, source),
+                                             self.module_globals())
+        return getattr(mod, name + variant)
 
     # ---- memory
     def _api(self):
@@ -402,6 +423,22 @@ class CudaBackend(Backend):
         resident with its registers."""
         return _tpb() if CONFIG.cuda_sim else self.geometry.tpb(fn, args)
 
+    def _loop_geometry(self, sizes: tuple, tpb: int, fn=None, args=()) -> tuple:
+        """(grid, block) of a loop kernel over `sizes` (codegen.grid_loops): 1-D for rank 1;
+        from rank 2 a 2-D block whose x spans the innermost axis (the next power of two up to
+        tpb, so a short row still fills most of a warp) and y the rows, with as many blocks in
+        all as the 1-D launch would get."""
+        total = _math.prod(sizes)
+        if len(sizes) < 2:
+            return self._blocks(total, tpb, fn, args, tpb), tpb
+        inner = sizes[-1]
+        bx = min(tpb, 1 << (inner - 1).bit_length())
+        by = tpb // bx
+        wx, wy = -(-inner // bx), -(-(total // inner) // by)
+        nb = self._blocks(wx * wy * tpb, tpb, fn, args, tpb)
+        gx = min(wx, nb)
+        return (gx, max(1, min(wy, nb // gx, 65535))), (bx, by)
+
     def reduce_split(self, nout: int, nred: int) -> int:
         """G, the blocks per output of a reduction. Full reductions always get several blocks
         (two under the simulator); otherwise enough blocks to fill the device, each with at
@@ -435,6 +472,11 @@ class CudaBackend(Backend):
         thread = _thread_of(kernel) if kernel.kind == "reduce" else None
         sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
+        tiled = (kernel.meta or {}).get("tiled", False)
+        if kernel.kind in ("loop", "horizontal") and not tiled:
+            bits = index_bits(max(_math.prod(o.shape) for o in outs))
+            fn = _index_variant(kernel, bits)
+            sig += (bits,)  # the simulator's compile count tells the variants apart
         before, compiled = self._compiled([f for f in (fn, thread) if f is not None], sig)
         if CONFIG.cuda_sim:
             sim_math(fn, thread)
@@ -442,23 +484,26 @@ class CudaBackend(Backend):
         tpb = _tpb()
         stream = self.stream()
         launches = 1  # (0 where there is no work)
-        if kernel.kind == "loop":
-            sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
-            total = _math.prod(sizes)
-            if total:
-                args = (*targets, *params, *consts, *sizes)
-                t = self.loop_tpb(fn, args)
-                fn[self._blocks(total, t, fn, args, t), t, stream](*args)
-            else:
-                launches = 0
-        elif kernel.kind == "horizontal":
+        if kernel.kind in ("loop", "horizontal"):
             total = max(_math.prod(o.shape) for o in outs)
-            if total:
+            if not total:
+                launches = 0
+            elif tiled:  # X's sizes: the output's with the last two swapped
+                sh = tuple(out.shape)  # (the simulator's shapes take no negative index)
+                sizes = sh[:-2] + (sh[-1], sh[-2])
+                grid, block = tile_launch(self, CONFIG.cuda_sim, _math.prod(sizes[:-2]),
+                                          sizes[-2], sizes[-1])
+                fn[grid, block, stream](*targets, *params, *consts, *sizes)
+            elif kernel.kind == "horizontal":
                 args = (*targets, *params, *consts)
                 t = self.loop_tpb(fn, args)
                 fn[self._blocks(total, t, fn, args, t), t, stream](*args)
             else:
-                launches = 0
+                sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
+                args = (*targets, *params, *consts, *sizes)
+                t = self.loop_tpb(fn, args)
+                grid, block = self._loop_geometry(sizes, t, fn, args)
+                fn[grid, block, stream](*args)
         elif kernel.kind == "row":
             plan = row_plan(body)
             nrow = _math.prod(plan.shape[:plan.nkept])
@@ -537,9 +582,10 @@ class CudaBackend(Backend):
             return
         if not shape:
             shape, ostr, xstr = (1,), (0,), (0,)
-        fn = self.library_kernel("copy", len(shape))
+        fn = self.library_kernel("copy", len(shape), "" if index_bits(work) == 32 else WIDE)
         args = (self.flatten(out), self.flatten(x), oo, xo, *shape, *ostr, *xstr)
-        self.lib_launch(fn, self._blocks(work, _tpb(), fn, args), _tpb(), *args)
+        grid, block = self._loop_geometry(shape, _tpb(), fn, args)
+        self.lib_launch(fn, grid, block, *args)
 
     def put(self, out, value, axis: int, lo: int) -> None:
         """out[..., lo:lo + len, ...] = value along `axis` (a budget's chunk into its output),
@@ -562,8 +608,7 @@ class CudaBackend(Backend):
         length-1 axes moved), else a strided copy."""
         shape = tuple(shape)
         size = _math.prod(shape)
-        if all(d <= 1 or st == c for d, st, c in zip(shape, xstr, cstrides(shape))) and \
-                x.dtype == dtype:
+        if _c_ordered(shape, xstr) and x.dtype == dtype:
             return self.flatten(x)[xo:xo + size].reshape(shape)
         out = self.empty(shape, dtype)
         self._copy(out, x, 0, xo, shape, cstrides(shape), xstr)
@@ -588,9 +633,13 @@ class CudaBackend(Backend):
                                [s * st for s, st in zip(n.attr("steps"), xs)])
 
     def _transpose(self, n: Node, args):
+        """A view where the elements stay in C order, the tiled kernel (cuda/transpose.py) for
+        a swap of two blocks of axes, else a strided copy."""
         x = self.contiguous(args[0])
         xs = cstrides(x.shape)
-        return self._view_copy(n.shape, n.dtype, x, 0, [xs[p] for p in n.attr("perm")])
+        st = [xs[p] for p in n.attr("perm")]
+        out = None if _c_ordered(n.shape, st) else tiled_transpose(self, n, x)
+        return self._view_copy(n.shape, n.dtype, x, 0, st) if out is None else out
 
     def _broadcast_to(self, n: Node, args):
         return self._broadcast(self.contiguous(args[0]), tuple(n.shape))
@@ -633,6 +682,13 @@ class CudaBackend(Backend):
 
 def _sim_ldcg(a, i):
     return a[i]
+
+
+def _index_variant(kernel, bits: int):
+    """A loop kernel's function for the index width (codegen.INDEX_TYPES)."""
+    if bits == 32:
+        return kernel.fn
+    return getattr(sys.modules[f"tracer_gen.{kernel.module}"], kernel.name + WIDE)
 
 
 def _thread_of(kernel):

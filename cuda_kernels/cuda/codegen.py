@@ -10,7 +10,7 @@ import numpy as np
 from tracer.ir.node import Node, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.registry import OPS
-from ..emit import Emitter, tname
+from ..emit import Emitter, tname, unsigned_index
 from ..helpers import HELPERS
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, ident_literal,
                         row_index, row_plan, stores)
@@ -18,6 +18,7 @@ from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, ident
 HEADER = """import math
 import numba
 import numpy as np
+_ix = np.uint64
 """
 
 NB_TYPES = {"bool": "numba.boolean", "int8": "numba.int8", "int16": "numba.int16",
@@ -35,18 +36,72 @@ def _tpb() -> int:
     return SIM_TPB if CONFIG.cuda_sim else 256
 
 
-def _unflatten(var: str, names: list[str], sizes: list[str], ind: str) -> list[str]:
-    """names[k] = k-th digit of var in the mixed radix `sizes` (last fastest)."""
+def _unflatten(var: str, names: list[str], sizes: list[str], ind: str, cast: str = ""
+               ) -> list[str]:
+    """names[k] = k-th digit of var in the mixed radix `sizes` (last fastest); `cast`: the
+    index type each step is cast back to (Numba widens integer arithmetic to 64 bits)."""
     if not names:
         return []
     if len(names) == 1:
         return [f"{ind}{names[0]} = {var}"]
+
+    def c(e: str) -> str:
+        return f"{cast}({e})" if cast else e
     out = [f"{ind}rem = {var}"]
     for k in range(len(names) - 1, 0, -1):
-        out.append(f"{ind}{names[k]} = rem % {sizes[k]}")
-        out.append(f"{ind}rem = rem // {sizes[k]}")
+        out.append(f"{ind}{names[k]} = {c(f'rem % {sizes[k]}')}")
+        out.append(f"{ind}rem = {c(f'rem // {sizes[k]}')}")
     out.append(f"{ind}{names[0]} = rem")
     return out
+
+
+# ---------------------------------------------------------------------------- index math
+# Loop kernels come in two variants, one function each in the module: `name` does its index
+# arithmetic in uint32 and `name + WIDE` in uint64; the launch picks one from the sizes
+# (index_bits). Every step is cast back to the variant's type, so LLVM narrows the 64-bit ops
+# Numba types to 32-bit ones (a 32-bit divmod is a few instructions, a 64-bit one a loop).
+# Unsigned, as indices are never negative: no floor-division sign fixes.
+WIDE = "_w"
+INDEX_TYPES = (("", "_u32"), (WIDE, "_u64"))
+
+
+def index_bits(total: int) -> int:
+    """32 when a launch's `total` elements (so every index, and an index plus the grid's
+    stride) fit in 32 bits, else 64."""
+    return 32 if total < 2 ** 31 else 64
+
+
+def grid_loops(U: str, sizes: list[str], idx: list[str], body: list[str], two_d: bool
+               ) -> list[str]:
+    """Grid-stride loops running `body` (statements at indent 0) at every index `idx` of the
+    C-ordered index space `sizes`, index arithmetic in type U. 1-D: one flat loop over the
+    grid, the multi-index by divmod. 2-D (two_d, rank > 1): grid y strides over the rows (the
+    outer axes, divmod per row) and grid x over the innermost axis, so consecutive threads
+    touch consecutive elements and the innermost index needs no divmod."""
+    r = len(sizes)
+    s = [f"s{k}" for k in range(r)]
+    L = [f"    {s[k]} = {U}({sizes[k]})" for k in range(r)]
+    if not (two_d and r > 1):
+        L += [f"    f = {U}(cuda.grid(1))", f"    step = {U}(cuda.gridsize(1))",
+              f"    total = {U}({' * '.join(s)})", "    while f < total:"]
+        L += _unflatten("f", idx, s, "        ", U)
+        L += ["        " + b for b in body]
+        L.append(f"        f = {U}(f + step)")
+        return L
+    L += ["    gx, gy = cuda.grid(2)", "    sx, sy = cuda.gridsize(2)",
+          f"    stx = {U}(sx)", f"    sty = {U}(sy)",
+          f"    nrow = {U}({' * '.join(s[:-1])})", f"    row = {U}(gy)", "    while row < nrow:"]
+    L += _unflatten("row", idx[:-1], s[:-1], "        ", U)
+    L += [f"        {idx[-1]} = {U}(gx)", f"        while {idx[-1]} < {s[-1]}:"]
+    L += ["            " + b for b in body]
+    L += [f"            {idx[-1]} = {U}({idx[-1]} + stx)", f"        row = {U}(row + sty)"]
+    return L
+
+
+def _variants(name: str, args: list[str], make) -> str:
+    """The module text of a kernel's two index variants; make(U) gives a body's lines."""
+    return "\n\n\n".join("\n".join(["@_jit", f"def {name}{suffix}({', '.join(args)}):"] +
+                                    make(U)) for suffix, U in INDEX_TYPES)
 
 
 # numba-cuda computes a float `%` as a - b * floor(a / b): NaN for an infinite b, inexact for
@@ -57,52 +112,53 @@ HELPER_SOURCES = ChainMap({"_absmod": "def _absmod(a, b):\n    return math.fmod(
 
 class CudaEmitter(Emitter):
     """The emitter of numba.cuda kernels: a 0-d array is launched as a 1-element array, so it
-    is read and written at [0]."""
+    is read and written at [0]; subscripts are unsigned (emit.unsigned_index), as on the CPU."""
     helper_sources = HELPER_SOURCES
 
     def sub(self, name: str, idx: tuple[str, ...]) -> str:
-        return f"{name}[{', '.join(idx) if idx else '0'}]"
+        return f"{name}[{', '.join(unsigned_index(idx)) if idx else '0'}]"
 
 
 # ---------------------------------------------------------------------------- fusion kernels
 
 def gen_loop(em: CudaEmitter, body: Node, name: str, flat: bool) -> str:
+    """A grid-stride loop over the output (grid_loops: 1-D where flat or rank 1, else 2-D),
+    in both index variants; a 0-d output is written by thread 0."""
     rank = 1 if flat else em.outputs[0].ndim
-    idx = tuple(f"i{k}" for k in range(rank))
+    idx = [f"i{k}" for k in range(rank)]
     args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts] + \
         [f"n{k}" for k in range(max(rank, 1))]
     inner: list[str] = []
-    inner += stores(em, em.outputs, idx, inner, {})
-    L = ["@_jit", f"def {name}({', '.join(args)}):"]
+    inner += stores(em, em.outputs, tuple(idx), inner, {})
     if rank == 0:
-        L.append("    if cuda.grid(1) == 0:")
-        L += ["        " + s for s in inner]
-        return "\n".join(L)
-    total = " * ".join(f"n{k}" for k in range(rank))
-    L.append(f"    for flat in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
-    L += _unflatten("flat", list(idx), [f"n{k}" for k in range(rank)], "        ")
-    L += ["        " + s for s in inner]
-    return "\n".join(L)
+        return _variants(name, args, lambda U: ["    if cuda.grid(1) == 0:"] +
+                         ["        " + s for s in inner])
+    return _variants(name, args, lambda U: grid_loops(U, [f"n{k}" for k in range(rank)], idx,
+                                                      inner, two_d=True))
 
 
 def gen_horizontal(em: CudaEmitter, body: Node, name: str) -> str:
-    """Independent outputs of different shapes (horizontal fusion) in one launch: a grid-stride
-    loop per output, one after another; each output's sizes are read from its array."""
+    """Independent outputs of different shapes (horizontal fusion) in one launch: a flat
+    grid-stride loop per output, one after another; each output's sizes are read from its
+    array. Both index variants (the launch picks by the largest output)."""
     args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts]
-    L = ["@_jit", f"def {name}({', '.join(args)}):"]
+    parts = []
     for out, o in zip(em.out_names, em.outputs):
-        idx = tuple(f"i{k}" for k in range(o.ndim))
+        idx = [f"i{k}" for k in range(o.ndim)]
         inner: list[str] = []
-        inner += stores(em, [o], idx, inner, {})
-        if o.ndim == 0:
-            L.append("    if cuda.grid(1) == 0:")
-            L += ["        " + s for s in inner]
-            continue
-        sizes = [f"{out}.shape[{k}]" for k in range(o.ndim)]
-        L.append(f"    for flat in range(cuda.grid(1), {out}.size, cuda.gridsize(1)):")
-        L += _unflatten("flat", list(idx), sizes, "        ")
-        L += ["        " + s for s in inner]
-    return "\n".join(L)
+        inner += stores(em, [o], tuple(idx), inner, {})
+        parts.append((out, o.ndim, idx, inner))
+
+    def make(U: str) -> list[str]:
+        L = []
+        for out, ndim, idx, inner in parts:
+            if ndim == 0:
+                L += ["    if cuda.grid(1) == 0:"] + ["        " + s for s in inner]
+            else:
+                L += grid_loops(U, [f"{out}.shape[{k}]" for k in range(ndim)], idx, inner,
+                                two_d=False)
+        return L
+    return _variants(name, args, make)
 
 
 def _arg_pick(red: Node, va: str, ia: str, vb: str, ib: str) -> str:
@@ -212,20 +268,19 @@ def gen_row(em: CudaEmitter, body: Node, name: str, tpb: int) -> str:
 
 def gen_strided_copy(rank: int, name: str) -> str:
     """out[oo + sum(i_k * os_k)] = x[xo + sum(i_k * xs_k)] over the index space n (flat 1-D
-    `out` and `x`; strides in elements, 0 for a broadcast axis). One kernel serves slice,
-    transpose, broadcast_to, concatenate and setslice."""
+    `out` and `x`; strides in elements, 0 for a broadcast axis, negative for a reversed one;
+    offsets in int64). One kernel serves slice, transpose, broadcast_to, concatenate and
+    setslice; grid_loops' 2-D form from rank 2, in both index variants."""
     r = max(rank, 1)
     n = [f"n{k}" for k in range(r)]
     os_ = [f"os{k}" for k in range(r)]
     xs = [f"xs{k}" for k in range(r)]
     i = [f"i{k}" for k in range(r)]
-    L = ["@_jit", f"def {name}(out, x, oo, xo, {', '.join(n + os_ + xs)}):",
-         f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):"]
-    L += _unflatten("flat", i, n, "        ")
-    oidx = " + ".join(f"{a} * {b}" for a, b in zip(i, os_))
-    xidx = " + ".join(f"{a} * {b}" for a, b in zip(i, xs))
-    L.append(f"        out[oo + {oidx}] = x[xo + {xidx}]")
-    return "\n".join(L)
+    oidx = " + ".join(f"_i64({a}) * {b}" for a, b in zip(i, os_))
+    xidx = " + ".join(f"_i64({a}) * {b}" for a, b in zip(i, xs))
+    body = [f"out[_ix(oo + {oidx})] = x[_ix(xo + {xidx})]"]
+    return _variants(name, ["out", "x", "oo", "xo"] + n + os_ + xs,
+                     lambda U: grid_loops(U, n, i, body, two_d=True))
 
 
 def gen_matmul(dtype: np.dtype, name: str) -> str:

@@ -23,6 +23,7 @@ from ..compiler import load_kernels
 from ..emit import Emitter
 from ..planning import find_reduce, row_plan
 from .backend import CudaBackend
+from .codegen import WIDE
 from .cache import ptx as cached_ptx
 from .reduce import partial_dtype
 
@@ -37,9 +38,10 @@ def _py_func(f):
     return getattr(f, "py_func", None) or f.fn  # a cuda.jit dispatcher, or a simulator kernel
 
 
-def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
+def compile_ptx(fusion: Node, kernel, cc=(9, 0), wide: bool = False) -> dict[str, str]:
     """PTX for a fusion node's CUDA kernel(s), compiled without a GPU (needs NVRTC): the kernel
-    must have been planned with `cuda_sim=False` (its module is loaded here if it is not yet)."""
+    must have been planned with `cuda_sim=False` (its module is loaded here if it is not yet).
+    `wide`: a loop kernel's 64-bit index variant too (codegen.INDEX_TYPES)."""
     with context(cuda_sim=False):
         load_kernels([kernel], CudaBackend())
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
@@ -50,6 +52,8 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     sig += [nb_array(p.dtype, 1 if kernel.flat else p.ndim) for p in em.params]
     sig += [numba.from_dtype(c.dtype) for c in em.consts]
     names = [kernel.name]
+    if kernel.kind in ("loop", "horizontal") and wide and not (kernel.meta or {}).get("tiled"):
+        names.append(kernel.name + WIDE)
     if kernel.kind == "loop":
         sig += [numba.int64] * max(rank, 1)
     elif kernel.kind == "row":
@@ -65,12 +69,16 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0)) -> dict[str, str]:
     return {n: cached_ptx(getattr(mod, n), tuple(sig), cc) for n in names}  # the disk cache's
 
 
-def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9, 0)) -> str:
-    """PTX of a library kernel: kind "copy" (arg = rank; dtypes = out, x), "matmul" (arg =
+def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9, 0),
+                variant: str = "") -> str:
+    """PTX of a library kernel: kind "copy" (arg = rank; dtypes = out, x; variant: "" or
+    codegen.WIDE), "transpose" (arg = the unsigned dtype of its element size), "matmul" (arg =
     result dtype; dtypes = out, a, b) or "index" (arg = "R_K_MODE"; dtypes = out, x, v, index)."""
     with context(cuda_sim=False):
-        fn = CudaBackend().library_kernel(kind, arg)
-    if kind == "copy":
+        fn = CudaBackend().library_kernel(kind, arg, variant)
+    if kind == "transpose":
+        sig = (nb_array(arg, 3),) * 2 + (numba.int64,) * 3
+    elif kind == "copy":
         r = max(arg, 1)
         sig = (nb_array(dtypes[0], 1), nb_array(dtypes[1], 1)) + (numba.int64,) * (2 + 3 * r)
     elif kind == "index":

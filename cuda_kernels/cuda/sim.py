@@ -1,6 +1,10 @@
-"""`math` for kernels run by Numba's CUDA simulator: Python's math raises on a domain error or
-an overflow (sqrt(-1), log(0), exp(1000)) where the device returns NaN or +-inf."""
+"""Fixes for kernels run by Numba's CUDA simulator: a `math` that gives NaN and +-inf where
+Python's raises (sqrt(-1), log(0), exp(1000)) as the device does, and shared arrays made
+atomically (`shared_arrays_once`)."""
 from __future__ import annotations
+
+import sys
+import threading
 
 import numpy as np
 
@@ -46,3 +50,36 @@ def sim_math(*kernels) -> None:
         g = getattr(getattr(k, "fn", None), "__globals__", None)
         if g is not None and g.get("math") is not _SIM_MATH:
             g["math"] = _SIM_MATH
+
+
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_arrays_once() -> None:
+    """Make the simulator's `cuda.shared.array` atomic. numba-cuda's simulator gives a block
+    one array per calling line, made by the first thread that asks, but its check-then-store is
+    not atomic: two threads of a block that both find no array yet each make their own, and
+    each then sees only its own writes (a tile of the transpose kernel came back half
+    uninitialized). The same lookup, under a lock."""
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+    from numba.cuda.simulator import kernelapi
+    cls = kernelapi.FakeCUDAShared
+    if getattr(cls, "_tracer_atomic", False):
+        return
+    unlocked = cls.array
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # dynamic shared memory: no lookup
+            return unlocked(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        f = sys._getframe(1)
+        caller = (f.f_code.co_filename, f.f_lineno)
+        with _SHARED_LOCK:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+    cls.array = array
+    cls._tracer_atomic = True

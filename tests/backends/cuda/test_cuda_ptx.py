@@ -9,6 +9,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
+from tracer.cuda_kernels.cuda.codegen import WIDE
 from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
 from tracer.ir import toposort
 from tracer.ir.config import context
@@ -36,6 +37,8 @@ EXPRS = {
     "row_logsumexp": lambda a, i: a.max(1) + np.log(np.exp(a - a.max(1)[:, None]).sum(1)),
     "multi_output_row": lambda a, i: (np.exp(a), np.exp(a).sum(1), a * 2),
     "horizontal": lambda a, i: (np.exp(a) * 2, i + 1, (a[0, 0] * 3).astype(np.float64)),
+    "tiled_transpose": lambda a, i: (a * 2 + i).T,
+    "tiled_transpose_batched": lambda a, i: np.swapaxes(np.exp(a)[None] + a, 1, 2),
 }
 
 
@@ -61,12 +64,28 @@ def test_fusion_kernels_compile_to_ptx(name):
                 assert ("ld.global.cg" in ptx) != kname.endswith("_t")
             elif k.kind == "row":
                 assert "atom." not in ptx
+            if name.startswith("tiled"):  # a transposed output goes through a shared tile
+                assert k.meta.get("tiled") and "bar.sync" in ptx and ".shared" in ptx
 
 
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("rank", [1, 3])
 def test_strided_copy_compiles_to_ptx(rank):
     _ok(f"copy{rank}", library_ptx("copy", rank, ("float64", "float64")))
+    wide = library_ptx("copy", rank, ("float64", "float64"), variant=WIDE)
+    _ok(f"copy{rank}{WIDE}", wide)
+    if rank > 1:  # the 32-bit variant's divmod is 32-bit, the other's 64-bit
+        narrow = library_ptx("copy", rank, ("float64", "float64"))
+        assert "div.u32" in narrow and "div.u64" not in narrow and "div.s64" not in narrow
+        assert "div.u64" in wide
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("bits", [8, 16, 32, 64])
+def test_tiled_transpose_compiles_to_ptx(bits):
+    ptx = library_ptx("transpose", f"uint{bits}")
+    _ok("transpose", ptx)
+    assert "bar.sync" in ptx and ".shared" in ptx
 
 
 @pytest.mark.nvrtc

@@ -189,15 +189,16 @@ def test_interpreter_ops_round_trip_through_the_host():
 
 def test_kernel_sources_grid_stride_and_shared_tree():
     a = np.asarray(_rand((5, 7)))
-    loop = tracer.explain(a * 2 + a.T.T).kernels[0].source
-    assert "for flat in range(cuda.grid(1)" in loop and "cuda.gridsize(1)" in loop
+    loop = tracer.explain(a * 2 + a.T.T).kernels[0].source  # rank 2: rows on grid y
+    assert "cuda.grid(2)" in loop and "cuda.gridsize(2)" in loop and "%" not in loop
     assert "syncthreads" not in loop
     red = tracer.explain(a.sum(axis=1)).kernels[0].source
     assert "cuda.shared.array" in red and "cuda.syncthreads()" in red  # the block form...
     thread = red[red.index("_t("):]
     assert "syncthreads" not in thread and "shared" not in thread  # ...and a thread per output
-    t = tracer.explain(a.T * 3).kernels[0].source  # rank 2, not flat: divmod by size args
-    assert "% n1" in t and "// n1" in t
+    b = np.asarray(_rand((2, 3, 4)))
+    t = tracer.explain(b.transpose(1, 0, 2) * 3).kernels[0].source  # rank 3: divmod per row
+    assert "rem % s1" in t and "rem // s1" in t and "% s2" not in t
 
 
 def test_stats_count_compiles_and_launches():

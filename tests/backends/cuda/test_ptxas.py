@@ -102,6 +102,7 @@ def sweep_kernels():
 # generated for in the sweep's shapes and beyond, matmul's accumulator families, and each
 # index-kernel mode (atomics per dtype family, the serial combiners, gather, claim/write)
 LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "int8")] + \
+    [("transpose", f"uint{b}", (f"uint{b}",) * 2) for b in (8, 16, 32, 64)] + \
     [("matmul", dts[0], dts) for dts in [("float32",) * 3, ("float64", "int32", "float32"),
                                          ("int64",) * 3, ("bool",) * 3]] + \
     [("index", f"{r}_{k}_gather", ("float32", "float32", "float32", "int64"))
@@ -117,16 +118,20 @@ LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "in
 def all_ptx(match: str = "") -> dict[str, str]:
     """label -> PTX of every kernel above whose label matches the regex (reductions give two:
     the kernel and its `_fin`)."""
+    from tracer.cuda_kernels.cuda.codegen import WIDE
     from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
     out = {}
     for label, f, k in sweep_kernels():
         if re.search(match, label):
-            for kname, ptx in compile_ptx(f, k, cc=(9, 0)).items():
-                out[label + ("-fin" if kname.endswith("_fin") else "")] = ptx
+            for kname, ptx in compile_ptx(f, k, cc=(9, 0), wide=True).items():
+                out[label + ("-fin" if kname.endswith("_fin") else
+                             "-wide" if kname.endswith(WIDE) else "")] = ptx
     for kind, arg, dts in LIBRARY:
         label = f"{kind}-{arg}-{'-'.join(dts)}"
         if re.search(match, label):
             out[label] = library_ptx(kind, arg, dts)
+            if kind == "copy":  # and its 64-bit index variant
+                out[label + "-wide"] = library_ptx(kind, arg, dts, variant=WIDE)
     return out
 
 
