@@ -1,7 +1,9 @@
 """Registers, spills, stack and shared memory of every kernel that tests/backends/cuda/
 test_ptxas.py assembles (the registry sweep's kernel templates and the library kernels), as
-`ptxas -v` reports them for one architecture. Needs NVRTC/NVVM and ptxas (the test extra), no
-GPU.
+`ptxas -v` reports them for one architecture, with the block size a launch takes and the
+occupancy it gives (cuda/occupancy.py's rules for sm_90: resident warps of the SM's 64). Needs
+NVRTC/NVVM and ptxas (the test extra), no GPU. Achieved bandwidth per kernel needs a GPU:
+bench/gpu.py measures it.
 
     python bench/ptx_report.py [--arch sm_90] [--match REGEX] [--sort registers|smem|name]
 """
@@ -39,11 +41,15 @@ def main(argv=None) -> int:
     t2 = time.perf_counter()
     key = {"registers": lambda kv: (-kv[1].registers, kv[0]),
            "smem": lambda kv: (-kv[1].smem, kv[0]), "name": lambda kv: kv[0]}[args.sort]
+    from tracer.cuda_kernels.cuda.occupancy import SM90, best_tpb, resident_blocks
     width = max(map(len, usage), default=10)
-    print(f"{'kernel':<{width}}  regs  spill_st  spill_ld  stack   smem")
+    print(f"{'kernel':<{width}}  regs  spill_st  spill_ld  stack   smem  tpb  occupancy")
     for label, u in sorted(usage.items(), key=key):
+        # kernels with shared arrays are generated for 256 threads; others take the best
+        tpb = 256 if u.smem else best_tpb(u.registers, 0, SM90)
+        occ = resident_blocks(u.registers, u.smem, tpb, SM90) * tpb / SM90.threads_per_sm
         print(f"{label:<{width}}  {u.registers:4d}  {u.spill_stores:8d}  {u.spill_loads:8d}  "
-              f"{u.stack + u.lmem:5d}  {u.smem:5d}")
+              f"{u.stack + u.lmem:5d}  {u.smem:5d}  {tpb:3d}  {occ:8.1%}")
     regs = sorted(u.registers for u in usage.values())
     spills = sum(1 for u in usage.values() if u.spill_stores or u.spill_loads)
     local = sum(1 for u in usage.values() if u.stack or u.lmem)
