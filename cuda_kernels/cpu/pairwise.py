@@ -9,8 +9,9 @@ each run's sum, the outer reduced indices in C order (T = 1: the operand's rows 
 in the sum's dtype: float32 rounds and overflows where NumPy's does.
 
 The recursion runs on an explicit stack of frames (per-thread scratch rows). Where a run spans
-several axes longer than 1, a leaf's values are staged into a buffer first, one stretch of the
-last axis at a time, so no value needs a division of its index. A full sum evaluates the top
+several axes longer than 1, a leaf inside one stretch of the last axis reads it in place; one
+that crosses stretches is staged into a buffer first, a stretch at a time, so no value needs a
+division of its index (a leaf's start needs one chain). A full sum evaluates the top
 subtrees of the recursion in parallel and adds them as the recursion does: exact, and the same
 for any thread count. (Sums with T = 1 stay in codegen's `columns`/`rows` forms, adding in
 the dtype in order.)
@@ -84,7 +85,12 @@ def run_sum(em, src: Node, j: list[str], run: list[int], start: str, count: str,
     """Lines setting `res` to numpy's pairwise sum of src over positions start..start+count-1
     of the run (the run's axes in C order; other axes at their loop variables j). The value
     stack `sv` may be wider than src's dtype (a row kernel's sums share it): values are read
-    back in src's dtype, exactly as they were."""
+    back in src's dtype, exactly as they were.
+
+    One loop walks the recursion: a node longer than a leaf is pushed (its left half next);
+    after a leaf, nodes whose right half is done add their two sums, and the next node is the
+    right half of the innermost node whose left half is done. A run of one leaf pushes
+    nothing."""
     dt = tname(src.dtype)
     shape = src.shape
     long = [k for k in run if shape[k] != 1]
@@ -96,44 +102,53 @@ def run_sum(em, src: Node, j: list[str], run: list[int], start: str, count: str,
 
     def direct(pos: str):
         stmts, v = at()
-        return [f"{j[long[0]]} = {pos}"] + stmts, v
+        return [f"{j[long[-1]]} = {pos}"] + stmts, v
 
     def staged(pos: str):
         return [], f"{dt}(sv[{tid}, _ix({STACK} + {pos})])"
 
-    fr = [f"sk[{tid}, {r}, top]" for r in range(3)]  # a frame: start, length, phase
+    fr = [f"sk[{tid}, {r}, top]" for r in range(3)]  # a frame: start, length, half in progress
     L = [f"{ind}{j[k]} = 0" for k in run if shape[k] == 1]
-    L += [f"{ind}top = 0", f"{ind}vp = 0", f"{ind}{fr[0]} = {start}", f"{ind}{fr[1]} = {count}",
-         f"{ind}{fr[2]} = 0", f"{ind}while top >= 0:", f"{ind}    n = {fr[1]}",
-         f"{ind}    ph = {fr[2]}", f"{ind}    if n <= {LEAF}:", f"{ind}        lo = {fr[0]}"]
-    i2 = ind + "        "
+    L += [f"{ind}top = -1", f"{ind}vp = 0", f"{ind}lo = {start}", f"{ind}n = {count}",
+          f"{ind}while True:", f"{ind}    if n > {LEAF}:",
+          f"{ind}        top += 1", f"{ind}        {fr[0]} = lo", f"{ind}        {fr[1]} = n",
+          f"{ind}        {fr[2]} = 0", f"{ind}        n2 = n // 2", f"{ind}        n = n2 - n2 % 8",
+          f"{ind}        continue"]
+    i2 = ind + "    "
     if len(long) == 1:
         L += _leaf(direct, "lo", i2, dt)
-    else:
-        L += [f"{i2}if n:"] + _stage(at, j, long, tid, i2 + "    ")
-        L += _leaf(staged, "0", i2, dt)
-    L += [f"{i2}sv[{tid}, vp] = s", f"{i2}vp += 1", f"{i2}top -= 1",
-          f"{ind}    elif ph < 2:",  # push the left (phase 0) or the right (1) half
-          f"{i2}n2 = n // 2", f"{i2}n2 -= n2 % 8", f"{i2}{fr[2]} = ph + 1",
-          f"{i2}lo = {fr[0]} + (n2 if ph else 0)", f"{i2}top += 1", f"{i2}{fr[0]} = lo",
-          f"{i2}{fr[1]} = n - n2 if ph else n2", f"{i2}{fr[2]} = 0",
-          f"{ind}    else:",  # both halves summed: add them
-          f"{i2}vp -= 1",
-          f"{i2}sv[{tid}, vp - 1] = {dt}({dt}(sv[{tid}, vp - 1]) + {dt}(sv[{tid}, vp]))",
-          f"{i2}top -= 1",
+    else:  # a leaf within one stretch of the last axis reads it in place, others are staged
+        L += _position(j, long, i2) + [f"{i2}if {j[long[-1]]} + n <= m{long[-1]}:"]
+        L += [f"{i2}    js = {j[long[-1]]}"] + _leaf(direct, "js", i2 + "    ", dt)
+        L += [f"{i2}else:"] + _stage(at, j, long, tid, i2 + "    ")
+        L += _leaf(staged, "0", i2 + "    ", dt)
+    L += [f"{i2}sv[{tid}, vp] = s", f"{i2}vp += 1",
+          f"{i2}while top >= 0 and {fr[2]}:",  # right half done: add the halves
+          f"{i2}    vp -= 1",
+          f"{i2}    sv[{tid}, vp - 1] = {dt}({dt}(sv[{tid}, vp - 1]) + {dt}(sv[{tid}, vp]))",
+          f"{i2}    top -= 1",
+          f"{i2}if top < 0:", f"{i2}    break",
+          f"{i2}{fr[2]} = 1",  # left half done: the right half next
+          f"{i2}n2 = {fr[1]} // 2", f"{i2}n2 -= n2 % 8", f"{i2}lo = {fr[0]} + n2",
+          f"{i2}n = {fr[1]} - n2",
           f"{ind}{res} = {dt}(sv[{tid}, 0])"]
     return L
 
 
-def _stage(at, j: list[str], long: list[int], tid: str, ind: str) -> list[str]:
-    """Lines copying the leaf's n values from run position lo into sv[tid, STACK:], a stretch
-    of the last long axis at a time (its index found by one division chain per leaf)."""
-    jl, last = j[long[-1]], long[-1]
+def _position(j: list[str], long: list[int], ind: str) -> list[str]:
+    """Lines setting the long run axes' variables to run position lo (a division chain)."""
     L = [f"{ind}rem = lo"]
     for k in reversed(long[1:]):
         L += [f"{ind}{j[k]} = rem % m{k}", f"{ind}rem //= m{k}"]
-    L += [f"{ind}{j[long[0]]} = rem", f"{ind}js = {jl}", f"{ind}f = 0", f"{ind}while f < n:",
-          f"{ind}    seg = min(n - f, m{last} - js)", f"{ind}    for {jl} in range(js, js + seg):"]
+    return L + [f"{ind}{j[long[0]]} = rem"]
+
+
+def _stage(at, j: list[str], long: list[int], tid: str, ind: str) -> list[str]:
+    """Lines copying the leaf's n values from run position lo (the variables set by
+    _position) into sv[tid, STACK:], a stretch of the last long axis at a time."""
+    jl, last = j[long[-1]], long[-1]
+    L = [f"{ind}js = {jl}", f"{ind}f = 0", f"{ind}while f < n:",
+         f"{ind}    seg = min(n - f, m{last} - js)", f"{ind}    for {jl} in range(js, js + seg):"]
     st, v = at()
     L += [f"{ind}        {s}" for s in st]
     L += [f"{ind}        sv[{tid}, _ix({STACK} + f + {jl} - js)] = {v}",

@@ -17,11 +17,12 @@ pytestmark = pytest.mark.lazy  # the compiled kernels are the subject
 # (shape, axis): several sizes per kernel structure
 CASES = [
     *[((n,), None) for n in (0, 1, 5, 8, 100, 128, 129, 300, 4099, 150_001)],
-    *[((3, n), 1) for n in (2, 7, 64, 200, 5000)],         # rows: a run along the last axis
+    *[((3, n), 1) for n in (0, 2, 7, 64, 200, 5000)],         # rows: a run along the last axis
     *[((n, 5), 0) for n in (3, 300)],                       # columns: rows added in order
-    *[((m, n), None) for m, n in ((3, 5), (7, 300), (301, 1000))],  # staged runs, subtrees
+    *[((m, n), None) for m, n in ((3, 5), (7, 300), (301, 1000), (0, 4), (4, 0))],  # 2 axes
     ((4, 6, 50), (1, 2)), ((4, 6, 50), (0, 2)), ((4, 6, 50), (0, 1)), ((4, 6, 50), 1),
-    ((40, 1, 30), None), ((200, 1), 0), ((1, 200), 1), ((5, 1, 70), (0, 1)),
+    ((40, 1, 30), None), ((200, 1), 0), ((1, 200), 1), ((5, 1, 70), (0, 1)), ((0, 6, 50), (1, 2)),
+    ((3, 200, 40), (1, 2)),
 ]
 
 
