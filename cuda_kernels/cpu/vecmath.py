@@ -1,6 +1,7 @@
 """What the cpu kernels need beyond plain Python: bit casts between float64 and int64 and the
-bits of 2/pi for the vectorizable math helpers (cpu/helpers.py). The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
-blocks vectorization; the helpers are branch-free arithmetic LLVM vectorizes instead.
+bits of 2/pi for the vectorizable math helpers (cpu/helpers.py). The numba wheels have no SVML,
+so `math.exp` in a loop is a scalar libm call that blocks vectorization; the helpers are
+branch-free arithmetic LLVM vectorizes instead.
 """
 from __future__ import annotations
 
