@@ -195,7 +195,7 @@ def gen_pairwise_reduce(em, body: Node, layout) -> list[str]:
               f"    acc = {dt}({dt}(0.0) + part[0])"]
         return L + _epilogue(em, body, red, j, kept, "    ")
     ind = "    "
-    for n_, k in enumerate(kept):
+    for n_, k in enumerate(sorted(kept, key=lambda k: src.shape[k] == 1)):  # prange a long one
         L.append(f"{ind}for {j[k]} in {em.prange() if n_ == 0 else 'range'}(m{k}):")
         ind += "    "
     L += [f"{ind}tid = {em.thread_id()}", f"{ind}acc = {dt}(0.0)"]
