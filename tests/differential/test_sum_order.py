@@ -22,7 +22,7 @@ CASES = [
     *[((m, n), None) for m, n in ((3, 5), (7, 300), (301, 1000), (0, 4), (4, 0))],  # 2 axes
     ((4, 6, 50), (1, 2)), ((4, 6, 50), (0, 2)), ((4, 6, 50), (0, 1)), ((4, 6, 50), 1),
     ((40, 1, 30), None), ((200, 1), 0), ((1, 200), 1), ((5, 1, 70), (0, 1)), ((0, 6, 50), (1, 2)),
-    ((3, 200, 40), (1, 2)),
+    ((3, 200, 40), (1, 2)), ((1, 6, 50), 2),
 ]
 
 
@@ -54,6 +54,10 @@ def test_mean_var_std_are_numpys_bits(dtype):
         x = tnp.asarray(h)
         for f in ("mean", "var", "std"):
             _bitwise(getattr(x, f)(axis=axis), getattr(h, f)(axis=axis), f"{f}{shape} {axis}")
+    h = _data((7, 300), dtype, seed=2)
+    h[2, ::5] = numpy.nan
+    for f in (numpy.nansum, numpy.nanmean):
+        _bitwise(getattr(tnp, f.__name__)(tnp.asarray(h), axis=1), f(h, axis=1), f.__name__)
 
 
 def test_row_kernels_sum_in_numpys_order():
