@@ -16,7 +16,7 @@ pytestmark = pytest.mark.lazy  # the compiled kernels are the subject
 
 # (shape, axis): several sizes per kernel structure
 CASES = [
-    *[((n,), None) for n in (0, 1, 5, 8, 100, 128, 129, 300, 4099, 150_001)],
+    *[((n,), None) for n in (0, 1, 5, 8, 100, 128, 129, 300, 4099, 150_001, 1_048_579)],
     *[((3, n), 1) for n in (0, 2, 7, 64, 200, 5000)],         # rows: a run along the last axis
     *[((n, 5), 0) for n in (3, 300)],                       # columns: rows added in order
     *[((m, n), None) for m, n in ((3, 5), (7, 300), (301, 1000), (0, 4), (4, 0))],  # 2 axes
