@@ -21,7 +21,7 @@ from ..emit import key_hash
 from ..layout import stand_in
 from ..planning import row_plan
 from . import codegen, compile_pool
-from .codegen import reduce_launch_sizes, reduce_scratch, reduce_scratch_types
+from .codegen import reduce_launch_sizes, reduce_scratch, reduce_scratch_types, row_scratch_types
 from .memory import HostPool
 from .scatter import run_scatter
 
@@ -130,6 +130,7 @@ class CpuBackend(Backend):
         sig += [typeof(c) for c in consts]
         if kernel.kind == "row":
             sig += [types.int64] * len(row_plan(body).shape)
+            sig += [typeof(np.empty(s, dt)) for s, dt in row_scratch_types(body, 1)]
         elif kernel.kind == "reduce":
             m, ch = reduce_launch_sizes(body)
             sig += [types.int64] * (len(m) + 1)
@@ -173,7 +174,7 @@ class CpuBackend(Backend):
         if kind in ("loop", "horizontal"):
             sizes, scratch = (), []
         elif kind == "row":
-            sizes, scratch = tuple(row_plan(body).shape), []
+            sizes, scratch = tuple(row_plan(body).shape), row_scratch_types(body, _THREADS)
         else:
             m, ch = reduce_launch_sizes(body)
             sizes, scratch = (*m, ch), reduce_scratch_types(body, m, ch, _THREADS)

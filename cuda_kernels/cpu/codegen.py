@@ -2,9 +2,9 @@
 (a serial kernel, below the size where threads pay, gets plain range loops).
 
 Loop kernels write `out` at every index. Reduction kernels keep the kept axes outside (prange on
-the first) and the reduced axes inside; float sums accumulate in float64 in blocks of 1024 along
-the innermost reduced axis; a full reduction splits its first axis into chunks whose partial
-results are combined in order, so results do not depend on the thread count.
+the first) and the reduced axes inside; float sums add in NumPy's order, in their dtype
+(cpu/pairwise.py: NumPy's bits); a full reduction of anything else splits its first axis into
+chunks whose partial results are combined in order, so results do not depend on the thread count.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from tracer.ir.registry import ACC_SELECT, OPS, fusion_outputs
 from ..base import Gen
 from ..emit import Emitter, tname, unsigned_index
 from .helpers import HELPERS
+from .pairwise import float_sum, gen_pairwise_reduce, is_pairwise, run_sum, scratch_types
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, find_reduce,
                         ident_literal, is_reduce, reach, reduce_layout, row_index, row_plan,
                         stores)
@@ -29,7 +30,7 @@ HEADER = """import math
 import numpy as np
 from numba import get_thread_id, njit, prange
 from tracer.cuda_kernels.cpu.vecmath import _EXP_HI, _EXP_LO, _PH0, _PH1, _PH2
-from tracer.cuda_kernels.cpu.vecmath import _bits_f64, _f64_bits, _fma, _radd, _rfma
+from tracer.cuda_kernels.cpu.vecmath import _bits_f64, _f64_bits, _fma
 _ix = np.uint64
 """
 
@@ -141,9 +142,12 @@ def _better(red: Node, v: str, best: str) -> str:
 
 
 def reduce_form(body: Node) -> str:
-    """How gen_reduce loops: `columns` (the innermost axis kept), `rows` (other kept axes) or
-    `full` (nothing kept: chunk partials combined in order)."""
+    """How gen_reduce loops: `pairwise` (a float sum whose runs may hold several values:
+    cpu/pairwise.py), `columns` (the innermost axis kept), `rows` (other kept axes) or `full`
+    (nothing kept: chunk partials combined in order)."""
     lay = reduce_layout(body)
+    if not lay.is_arg and is_pairwise(lay.red, lay.axes):
+        return "pairwise"
     if lay.kept and lay.kept[-1] == lay.src.ndim - 1 and not lay.is_arg:
         return "columns"
     return "rows" if lay.kept else "full"
@@ -155,16 +159,29 @@ def _scratch_spec(body: Node) -> tuple[str, int, tuple[np.dtype, ...]]:
     lay = reduce_layout(body)
     form = reduce_form(body)
     if form == "full":
-        dts = (lay.src.dtype, np.dtype(np.intp)) if lay.is_arg else (acc_dtype(lay.red),)
+        dts = (lay.src.dtype, np.dtype(np.intp)) if lay.is_arg else (_acc_dtype(lay.red),)
         return form, lay.redax[0], dts
-    return form, -1, (acc_dtype(lay.red),) if form == "columns" else ()
+    if form == "pairwise":
+        return form, int(_pairwise_full(lay)), (lay.red.dtype,)
+    return form, -1, (_acc_dtype(lay.red),) if form == "columns" else ()
+
+
+def _pairwise_full(lay) -> bool:
+    """A pairwise sum with nothing kept longer than 1: its top subtrees run in parallel."""
+    return all(lay.src.shape[k] == 1 for k in lay.kept)
+
+
+def _acc_dtype(red: Node) -> np.dtype:
+    """The accumulator: a float sum's own dtype (NumPy's), else planning.acc_dtype."""
+    return red.dtype if float_sum(red) else acc_dtype(red)
 
 
 def reduce_scratch(body: Node, m: tuple[int, ...], ch: int, threads: int) -> list[np.ndarray]:
     """The scratch arrays a reduce kernel is launched with (its last arguments): kernels
     allocate nothing, so loading one from the disk cache needs none of Numba's array
     library (about 25 ms of imports in a fresh process). `full`: a partial per chunk (and its
-    index for arg-reductions); `columns`: a per-thread accumulator and block row."""
+    index for arg-reductions); `columns`: a per-thread row of accumulators; `pairwise`:
+    per-thread stacks (pairwise.scratch_types)."""
     return [np.empty(shape, dt) for shape, dt in reduce_scratch_types(body, m, ch, threads)]
 
 
@@ -173,7 +190,9 @@ def reduce_scratch_types(body: Node, m: tuple[int, ...], ch: int, threads: int
     """(shape, dtype) of each of reduce_scratch's arrays."""
     form, a0, dts = _scratch_spec(body)
     if form == "columns":
-        return [((threads, 2, BLOCK), dts[0])]
+        return [((threads, BLOCK), dts[0])]
+    if form == "pairwise":
+        return scratch_types(dts[0], threads, bool(a0))
     nch = max((m[a0] + ch - 1) // ch, 1) if form == "full" else 0
     return [((nch,), dt) for dt in dts]
 
@@ -181,14 +200,16 @@ def reduce_scratch_types(body: Node, m: tuple[int, ...], ch: int, threads: int
 def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
-    acc_t = tname(acc_dtype(red))
+    acc_t = tname(_acc_dtype(red))
     combine = combine_text(red)
     em._need(combine)
-    blocked = _float_sum(red)
     form = reduce_form(body)
-    scratch = {"columns": ["sc"], "rows": [], "full": ["part", "pidx"] if is_arg else ["part"]}
+    scratch = {"columns": ["sc"], "rows": [], "full": ["part", "pidx"] if is_arg else ["part"],
+               "pairwise": ["sk", "sv"] + (["part"] if _scratch_spec(body)[1] else [])}
     args = signature_args(em) + [f"m{k}" for k in range(p)] + ["ch"] + scratch[form]
     L = [f"def {name}({', '.join(args)}):"]
+    if form == "pairwise":
+        return L + gen_pairwise_reduce(em, body, reduce_layout(body))
 
     def red_loops(ind: str, first: tuple[str, str] | None) -> list[str]:
         """The reduced loops with the producer and the accumulate step, at indent ind; `first`
@@ -202,11 +223,9 @@ def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
                 lo, hi = "1", f"m{k}"
             else:
                 lo, hi = "0", f"m{k}"
-            if last and blocked:
-                return out + block_sum(ind, j[k], lo, hi, em, src, tuple(j), acc_t)
             out.append(f"{ind}for {j[k]} in range({lo}, {hi}):")
             ind += "    "
-        stmts: list[str] = []  # a blocked sum emits its own (block_sum)
+        stmts: list[str] = []
         v = em.emit(src, tuple(j), stmts, {})
         out += [ind + s for s in stmts]
         if is_arg:
@@ -233,7 +252,7 @@ def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
         return [f"{ind}r = {rv}"] + [ind + s for s in stmts] + [f"{ind}{em.sub('out', target)} = {res}"]
 
     if form == "columns":
-        return L + _columns(em, body, red, src, j, kept, redax, acc_t, combine, blocked)
+        return L + _columns(em, body, red, src, j, kept, redax, acc_t, combine)
     if form == "rows":
         ind = "    "
         for n_, k in enumerate(kept):
@@ -274,46 +293,19 @@ def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
     return L
 
 
-SUM_BLOCK = 4096  # a block sum's length: about the cost of the loop's vector epilogue
-
-
-def block_sum(ind: str, jv: str, lo: str, hi: str, em: Emitter, src: Node,
-              idx: tuple[str, ...], acc_t: str) -> list[str]:
-    """acc += the sum of src over jv in [lo, hi), in blocks of SUM_BLOCK. Within a block the
-    adds are reassociable (`_radd`), so LLVM splits the running sum into vector lanes of src's
-    dtype (about SUM_BLOCK / 32 values a lane for float32); blocks are added to acc (float64)
-    in order. The order is fixed by the code, not by the thread count. A sum whose every add
-    waits on the last runs at a third of the bandwidth (W2's sum(a*a)). A sum of products
-    (norms, dots, variances) may fuse each product into its add (`_rfma`): one rounding
-    fewer, within the error the reordering already allows."""
-    lane = tname(src.dtype)
-    stmts: list[str] = []
-    if src.op == "multiply" and id(src) not in em.override and \
-            all(i.dtype == src.dtype and i.shape == src.shape for i in src.inputs):
-        memo: dict = {}
-        a, b = (em.emit(i, idx, stmts, memo) for i in src.inputs)
-        step = f"_rfma({a}, {b}, sb)"
-    else:
-        step = f"_radd(sb, {lane}({em.emit(src, idx, stmts, {})}))"
-    return [f"{ind}for {jv}b in range({lo}, {hi}, {SUM_BLOCK}):", f"{ind}    sb = {lane}(0)",
-            f"{ind}    for {jv} in range({jv}b, min({jv}b + {SUM_BLOCK}, {hi})):"] + \
-        [f"{ind}        {st}" for st in stmts] + \
-        [f"{ind}        sb = {step}", f"{ind}    acc = {acc_t}(acc + sb)"]
-
-
-def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_t, combine,
-             blocked) -> list[str]:
+def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_t,
+             combine) -> list[str]:
     """The innermost axis is kept: run it innermost, accumulating a chunk of columns at once,
     so rows are read contiguously (a column sum otherwise strides through memory). Chunks of
-    the last axis (times the first kept axis) run in parallel; float sums add blocks of BLOCK
-    rows before the total."""
+    the last axis (times the first kept axis) run in parallel. Each column adds its rows in
+    order, as NumPy's loop does (a float sum in its dtype: NumPy's bits)."""
     last = kept[-1]
     jl = j[last]
     stmts: list[str] = []
     v = em.emit(src, tuple(j), stmts, {})
     ident = ident_literal(red)
-    # the column accumulators and block sums: this thread's rows of the scratch argument
-    acc, blk = (em.sub("sc", ("tid", row, f"{jl} - lo")) for row in "01")
+    # the column accumulators: this thread's row of the scratch argument
+    acc = em.sub("sc", ("tid", f"{jl} - lo"))
     # parallel over (first kept axis) x (column blocks): a few columns still spread
     L = [f"    nb = (m{last} + {BLOCK} - 1) // {BLOCK}"]
     if len(kept) > 1:
@@ -329,28 +321,15 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
         L.append(f"{ind}for {j[k]} in range(m{k}):")
         ind += "    "
     L += [f"{ind}for {jl} in range(lo, hi):", f"{ind}    {acc} = {acc_t}({ident})"]
-    body_ind = ind
     first = redax[0]
-    if blocked:
-        L.append(f"{ind}for {j[first]}b in range(0, m{first}, {BLOCK}):")
-        L += [f"{ind}    for {jl} in range(lo, hi):", f"{ind}        {blk} = 0.0"]
-        L.append(f"{ind}    for {j[first]} in range({j[first]}b, min({j[first]}b + {BLOCK}, "
-                 f"m{first})):")
-        body_ind = ind + "        "
-    else:
-        L.append(f"{ind}for {j[first]} in range(m{first}):")
-        body_ind = ind + "    "
+    L.append(f"{ind}for {j[first]} in range(m{first}):")
+    body_ind = ind + "    "
     for k in redax[1:]:
         L.append(f"{body_ind}for {j[k]} in range(m{k}):")
         body_ind += "    "
     L.append(f"{body_ind}for {jl} in range(lo, hi):")
     L += [body_ind + "    " + st for st in stmts]
-    target = blk if blocked else acc
-    L.append(f"{body_ind}    {target} = {acc_t}("
-             f"{combine_expr(combine, target, v)})")
-    if blocked:
-        L += [f"{ind}    for {jl} in range(lo, hi):",
-              f"{ind}        {acc} = {acc_t}({acc} + {blk})"]
+    L.append(f"{body_ind}    {acc} = {acc_t}({combine_expr(combine, acc, v)})")
     est: list[str] = []
     em.override[id(red)] = "r"
     res = em.emit(body, tuple(j[k] for k in kept), est, {})
@@ -359,11 +338,6 @@ def _columns(em: Emitter, body: Node, red: Node, src: Node, j, kept, redax, acc_
     L += [ind + "    " + st for st in est]
     L.append(f"{ind}    {em.sub('out', tuple(j[k] for k in kept))} = {res}")
     return L
-
-
-def _float_sum(red: Node) -> bool:
-    """A float sum (its ufunc is add): added in blocks, reassociable within one (block_sum)."""
-    return OPS[red.op].ufunc is np.add and red.inputs[0].dtype.kind == "f"
 
 
 def _nan_flagged(red: Node) -> bool:
@@ -390,16 +364,21 @@ def acc_final(red: Node, acc_t: str) -> list[str]:
 # ---------------------------------------------------------------- row kernels
 
 def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
+    """A row kernel: per row (the kept axes, in parallel), its reductions in turn, then the
+    values that read them. Float sums add in NumPy's order (pairwise.run_sum)."""
     plan = row_plan(body)
     shape, k = plan.shape, plan.nkept
     p = len(shape)
     j = [f"j{d}" for d in range(p)]
     full, kept = tuple(j), tuple(j[:k])
-    L = [f"def {name}({', '.join(signature_args(em) + [f'm{d}' for d in range(p)])}):"]
+    scratch = ["sk", "sv"] if row_scratch_types(body, 1) else []
+    L = [f"def {name}({', '.join(signature_args(em) + [f'm{d}' for d in range(p)] + scratch)}):"]
     ind = "    "
     for d in range(k):
         L.append(f"{ind}for {j[d]} in {em.prange() if d == 0 else 'range'}(m{d}):")
         ind += "    "
+    if scratch:
+        L.append(f"{ind}tid = {em.thread_id()}")
     done: set[int] = set()
 
     def hoist() -> None:
@@ -414,11 +393,11 @@ def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
 
     for r, red in enumerate(plan.reds):
         hoist()
-        acc_t = tname(acc_dtype(red))
+        acc_t = tname(_acc_dtype(red))
         combine = combine_text(red)
         em._need(combine)
         L += [ind + st for st in acc_init(red, acc_t)]
-        unroll = _float_sum(red) and p - k == 1
+        pw = is_pairwise(red, red.attr("axes"))
         stashed = plan.stash is not None and id(plan.stash) not in em.override and \
             any(m is plan.stash for m in reach(red.inputs[0], is_reduce))
         if stashed:  # its own loop, which vectorizes; the reduction reads the row back from cache
@@ -428,8 +407,11 @@ def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
             i3 = inner_loops()
             L.extend(i3 + st for st in stmts + [f"{stash_at} = {sv}"])
             em.override[id(plan.stash)] = stash_at
-        if unroll:  # one reduced axis: blocked, reassociable within a block
-            L += block_sum(ind, j[k], "0", f"m{k}", em, red.inputs[0], full, acc_t)
+        if pw:  # acc is +0.0: NumPy's output before it adds the row's pairwise sum
+            run = list(range(k, p))
+            T = " * ".join(f"m{d}" for d in run)
+            L += run_sum(em, red.inputs[0], j, run, "0", T, "ps", ind, "tid")
+            L.append(f"{ind}acc = {acc_t}(acc + ps)")
         else:
             i2 = inner_loops()
             stmts = []
@@ -455,6 +437,13 @@ def gen_row(em: CpuEmitter, body: Node, name: str) -> list[str]:
         L.extend(i2 + st for st in stmts)
     em.override.clear()
     return L
+
+
+def row_scratch_types(body: Node, threads: int) -> list[tuple[tuple[int, ...], np.dtype]]:
+    """(shape, dtype) of a row kernel's scratch: the stacks of its pairwise float sums (their
+    widest dtype), or none."""
+    dts = [r.dtype for r in row_plan(body).reds if is_pairwise(r, r.attr("axes"))]
+    return scratch_types(max(dts, key=lambda d: d.itemsize), threads, False) if dts else []
 
 
 def gen_horizontal(em: CpuEmitter, body: Node, name: str) -> list[str]:

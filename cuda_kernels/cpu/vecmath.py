@@ -1,7 +1,7 @@
 """What the cpu kernels need beyond plain Python: bit casts between float64 and int64 and the
-bits of 2/pi for the vectorizable math helpers (cpu/helpers.py), and a reassociable add for
-block sums. The numba wheels have no SVML, so `math.exp` in a loop is a scalar libm call that
-blocks vectorization; the helpers are branch-free arithmetic LLVM vectorizes instead.
+bits of 2/pi for the vectorizable math helpers (cpu/helpers.py). The numba wheels have no SVML,
+so `math.exp` in a loop is a scalar libm call that blocks vectorization; the helpers are
+branch-free arithmetic LLVM vectorizes instead.
 """
 from __future__ import annotations
 
@@ -25,32 +25,6 @@ def _f64_bits(typingctx, x):
     def codegen(context, builder, sig, args):
         return builder.bitcast(args[0], ir.IntType(64))
     return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _radd(typingctx, a, b):
-    """a + b with LLVM's reassoc flag on this add alone: a loop's running sum of these may be
-    split into vector lanes (block_sum in cpu/codegen.py), while the values added keep strict IEEE
-    arithmetic (fastmath on the whole kernel would reorder the math helpers' exact steps)."""
-    if a != b or not isinstance(a, types.Float):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.fadd(args[0], args[1], flags=("reassoc",))
-    return a(a, b), codegen
-
-
-@intrinsic
-def _rfma(typingctx, a, b, c):
-    """a * b + c with reassoc and contract on both steps: a block sum of products (block_sum
-    in cpu/codegen.py) may fuse each product into its add and split the sum into vector lanes."""
-    if not (a == b == c and isinstance(a, types.Float)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        flags = ("reassoc", "contract")
-        return builder.fadd(builder.fmul(args[0], args[1], flags=flags), args[2], flags=flags)
-    return a(a, b, c), codegen
 
 
 @intrinsic

@@ -63,7 +63,7 @@ def test_softmax_stashes_exp_instead_of_recomputing_it(rng):
     # exp is computed once, in the loop that stores it before the sum's pass; the sum and the
     # final pass read it back from out
     assert src.count("_f32(_exp_f32(") == 1
-    final = src[src.rindex("acc = _f64(acc + "):]
+    final = src[src.rindex("acc = _f32(acc + ps)"):]  # (float32 sums add in float32)
     assert "_exp_f32" not in final and "out[" in final
 
 

@@ -6,11 +6,13 @@ import re
 
 import numpy
 import pytest
+from numba.core.config import NUMBA_NUM_THREADS
 
 import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels.compiler import _kernel_name, _request_key
 from tracer.cuda_kernels import backends
+from tracer.cuda_kernels.cpu.pairwise import scratch_types
 
 pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
 
@@ -61,9 +63,11 @@ def test_explained_source_is_a_complete_module_that_runs():
     assert "_f32 = np.float32" in k.source and f"def {k.name}(" in k.source
     ns = {"_CACHE": False}  # what the cpu backend binds when it imports a generated module
     exec(compile(k.source, "<explained>", "exec"), ns)
-    out, part = numpy.zeros((), numpy.float32), numpy.zeros(1, numpy.float64)
-    ns[k.name](out, h, h.shape[0], h.shape[0], part)  # out, p0, m0, ch, the chunk partials
-    numpy.testing.assert_allclose(out, numpy.sqrt(h).sum(), rtol=1e-6)
+    out = numpy.zeros((), numpy.float32)
+    scratch = [numpy.zeros(s, dt) for s, dt in
+               scratch_types(numpy.float32, NUMBA_NUM_THREADS, True)]
+    ns[k.name](out, h, h.shape[0], h.shape[0], *scratch)  # out, p0, m0, ch, the stacks
+    assert out.tobytes() == numpy.sqrt(h).sum().tobytes()
 
 
 def test_one_structure_gives_byte_identical_source():
