@@ -7,7 +7,9 @@ and split into (q, m) by one `chunk` node, an index remap that fuses into the fi
 first stage reduces m and the other reduced axes; the second reduces q:
   row    f32[A,C] -> f32[A]   becomes  [A,q,m] -reduce m-> [A,q] -reduce q-> [A]
   column f32[B,C] -> f32[C]   becomes  [q,m,C] -reduce m-> [q,C] -reduce q-> [C]
-arg-reductions keep one stage (their indices would need rebasing).
+arg-reductions keep one stage (their indices would need rebasing), and so do float sums:
+NumPy adds them in an order (pairwise along the inner run, rows in sequence) that a split
+would change, and the cpu backend follows it to the bit.
 
 Both backends already run a reduction along the innermost axis in two deterministic stages
 inside its kernel (cpu: chunks in parallel, then in order; cuda: G blocks per output, then a
@@ -36,6 +38,8 @@ def _split(red: Node) -> Node | None:
     if d.kind is not Kind.REDUCE or d.identity is None:
         return None
     x = red.inputs[0]
+    if d.ufunc is np.add and red.dtype.kind == "f":
+        return None  # NumPy's order (module docstring)
     axes = red.attr("axes")
     n_red = math.prod(x.shape[a] for a in axes)
     if n_red < TREE_MIN or math.prod(red.shape) >= TREE_MAX_OUT:

@@ -57,9 +57,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "errors::write_to_diagonal_view":
         "np.diagonal is a writable copy (README): NumPy's read-only view raises ValueError "
         "'assignment destination is read-only' on d[0] = 100",
-    "large_arrays::image_normalize_uint8":
-        "float32 sum over axes (0, 1) of (480, 640, 3): opt/tree_reduction splits it into two "
-        "stages, which is not NumPy's order (rows added in turn); passes with that pass off",
 }
 
 
