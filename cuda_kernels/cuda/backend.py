@@ -81,11 +81,11 @@ from ..planning import find_reduce, is_arg, row_plan
 from . import libs, occupancy
 from .codegen import (HEADER, NB_TYPES, WIDE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_row, gen_strided_copy, index_bits)
-from .reduce import gen_block, gen_thread, partial_dtype, strategy
+from .reduce import gen_block, gen_thread, gen_warp, partial_dtype, strategy
 from .index import device_gather, device_scatter, gen_index
 from .libs import tiled_matmul
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
-from .sim import shared_arrays_once, sim_math
+from .sim import shared_arrays_once, sim_math, warp_shuffles
 from .transpose import (gen_tiled_loop, gen_transpose, tile_launch, tiled_transpose,
                         tiles_last_two)
 from .toolchain import device_api
@@ -147,6 +147,7 @@ class CudaBackend(Backend):
         with the kernel disk cache (cuda/cache.py) and inline device helpers."""
         if CONFIG.cuda_sim:
             shared_arrays_once()
+            warp_shuffles()
             jit, dev = self._sim.jit, self._sim.jit(device=True)
             ldcg = _sim_ldcg
         else:  # the intrinsic itself: cuda.ldcg's overload needs a driver to compile
@@ -158,8 +159,9 @@ class CudaBackend(Backend):
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         em = CudaEmitter(body)
         if kind == "reduce":
-            src = gen_block(em, body, name, _tpb()) + "\n\n\n" + gen_thread(em, body, name)
-            meta = {"thread": name + "_t"}
+            src = "\n\n\n".join([gen_block(em, body, name, _tpb()), gen_thread(em, body, name),
+                                 gen_warp(em, body, name, _tpb())])
+            meta = {"thread": name + "_t", "warp": name + "_warp"}
         elif kind == "row":
             src, meta = gen_row(em, body, name, _tpb()), {}
         elif kind == "horizontal":
@@ -469,7 +471,8 @@ class CudaBackend(Backend):
         targets = [o.reshape(1) if o.ndim == 0 else o for o in outs]
         out, target = outs[0], targets[0]
         fn = kernel.fn
-        thread = _thread_of(kernel) if kernel.kind == "reduce" else None
+        forms = [_thread_of(kernel, f) for f in ("thread", "warp")] if kernel.kind == "reduce" \
+            else []  # (a reduction's other forms: cuda/reduce.py)
         sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
         tiled = (kernel.meta or {}).get("tiled", False)
@@ -477,9 +480,9 @@ class CudaBackend(Backend):
             bits = index_bits(max(_math.prod(o.shape) for o in outs))
             fn = _index_variant(kernel, bits)
             sig += (bits,)  # the simulator's compile count tells the variants apart
-        before, compiled = self._compiled([f for f in (fn, thread) if f is not None], sig)
+        before, compiled = self._compiled([fn, *forms], sig)
         if CONFIG.cuda_sim:
-            sim_math(fn, thread)
+            sim_math(fn, *forms)
         t0 = time.perf_counter()
         tpb = _tpb()
         stream = self.stream()
@@ -528,11 +531,18 @@ class CudaBackend(Backend):
         nred = _math.prod(d for k, d in enumerate(m) if k in axes)
         if not nout:
             return 0
-        if strategy(red, m, CONFIG.cuda_sim) == "thread":
+        form = strategy(red, m, CONFIG.cuda_sim)
+        if form == "thread":
             fn = _thread_of(kernel)
             args = (target, *params, *consts, *m)
             t = self.loop_tpb(fn, args)  # (no shared memory: any block size)
             fn[self._blocks(nout, t, fn, args, t), t, stream](*args)
+            return 1
+        if form == "warp":  # (its warps per block are in its source)
+            fn = _thread_of(kernel, "warp")
+            args = (target, *params, *consts, *m)
+            tpb = _tpb()
+            fn[self._blocks(nout, tpb // min(32, tpb), fn, args), tpb, stream](*args)
             return 1
         G = self.reduce_split(nout, nred)
         pv = self.empty((nout * G,), partial_dtype(red))
@@ -691,7 +701,7 @@ def _index_variant(kernel, bits: int):
     return getattr(sys.modules[f"tracer_gen.{kernel.module}"], kernel.name + WIDE)
 
 
-def _thread_of(kernel):
-    """A reduction's thread-per-output kernel (cuda/reduce.py), from the same module."""
+def _thread_of(kernel, form: str = "thread"):
+    """A reduction's thread- or warp-per-output kernel (cuda/reduce.py), from its module."""
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
-    return getattr(mod, (kernel.meta or {}).get("thread", kernel.name + "_t"))
+    return getattr(mod, (kernel.meta or {}).get(form, kernel.name + {"thread": "_t", "warp": "_warp"}[form]))

@@ -64,8 +64,8 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0), wide: bool = False) -> dict[str
         block = sig + [nb_array(partial_dtype(red), 1), nb_array(np.int64, 1),
                        nb_array(np.int32, 1)] + sizes + [numba.int64]
         return {kernel.name: cached_ptx(getattr(mod, kernel.name), tuple(block), cc),
-                kernel.name + "_t": cached_ptx(getattr(mod, kernel.name + "_t"),
-                                               tuple(sig + sizes), cc)}
+                **{kernel.name + f: cached_ptx(getattr(mod, kernel.name + f), tuple(sig + sizes),
+                                               cc) for f in ("_t", "_warp")}}
     return {n: cached_ptx(getattr(mod, n), tuple(sig), cc) for n in names}  # the disk cache's
 
 

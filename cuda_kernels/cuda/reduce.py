@@ -10,6 +10,11 @@ generated in two forms:
   reductions, integers) go in sequence. A float sum is pairwise-exact for runs of up to 128
   values (one leaf of numpy's recursion); longer runs take the block form. No shared memory,
   no barrier, one launch, the epilogue fused.
+- `<name>_warp`, a warp per output: the lanes stride over the reduced elements and combine by
+  `shfl_down_sync` (offsets 16, 8, 4, 2, 1: a fixed tree); lane 0 applies the epilogue. For
+  runs too long for one thread and too short, or too many, for blocks of partials. Warps of a
+  block walk their outputs in step, so every shuffle has the whole warp (and, under the
+  simulator, whose shuffle is a block barrier (cuda/sim.py), the whole block).
 - `<name>`, G blocks per output: each thread strides over the reduced elements, the block
   combines its threads in a shared-memory tree; with G == 1 the block applies the epilogue and
   writes the output; with G > 1 each block writes a partial and takes a ticket (an atomic add
@@ -35,6 +40,8 @@ PAIRWISE_LEAF = 128   # numpy's PW_BLOCKSIZE: a run this long or shorter is one 
 THREAD_MAX_RED = 4096  # a thread per output walks at most this many values...
 THREAD_MIN_OUT = 4096  # ...and does so past short runs only where outputs fill the device
 SHORT_RED = 64         # a run this short always gets a thread per output
+WARP_MAX_RED = 8192    # a warp per output up to this many values...
+WARP_MIN_OUT = 32      # ...where there are this many outputs (else blocks of partials)
 FORCE: str | None = None  # tests set "thread" or "block" to run one form everywhere it can
 
 
@@ -63,20 +70,23 @@ def partial_dtype(red: Node) -> np.dtype:
 
 
 def strategy(red: Node, shape: tuple, sim: bool) -> str:
-    """"thread" (a thread per output, numpy's order) or "block" (G blocks per output) for a
-    reduction of an operand of `shape`. Under the simulator, where a thread costs about as
+    """"thread" (a thread per output, numpy's order), "warp" or "block" (G blocks per output)
+    for a reduction of an operand of `shape`. Under the simulator, where a thread costs about as
     much as an element, the thread form takes every reduction numpy's order allows, so the
-    sweeps check it everywhere; the block form still runs for long float-sum runs and is
-    tested on its own."""
+    sweeps check it everywhere; the block form takes long float-sum runs; the warp form runs
+    where a test forces it (FORCE)."""
     axes = red.attr("axes")
     nred = math.prod(d for k, d in enumerate(shape) if k in axes)
     nout = math.prod(d for k, d in enumerate(shape) if k not in axes)
-    if pairwise(red) and trailing_run(shape, axes) > PAIRWISE_LEAF:
-        return "block"
+    # numpy's order in one thread: a float sum's inner run must fit one pairwise leaf
+    in_order = not (pairwise(red) and trailing_run(shape, axes) > PAIRWISE_LEAF)
     if FORCE:
-        return FORCE
-    if sim or nred <= SHORT_RED or (nred <= THREAD_MAX_RED and nout >= THREAD_MIN_OUT):
+        return FORCE if FORCE != "thread" or in_order else "block"
+    if in_order and (sim or nred <= SHORT_RED or
+                     (nred <= THREAD_MAX_RED and nout >= THREAD_MIN_OUT)):
         return "thread"
+    if not sim and nred <= WARP_MAX_RED and nout >= WARP_MIN_OUT:
+        return "warp"
     return "block"
 
 
@@ -246,4 +256,75 @@ def gen_block(em, body: Node, name: str, tpb: int) -> str:
     L += _epilogue(em, body, red, j, kept, result, "                ")
     # No barrier before the next output: every thread read last[0] before the tree's barriers
     # that thread 0 passes before writing it again; after a tree only thread 0 reads shv[0].
+    return "\n".join(L)
+
+
+def _shuffled(dt: np.dtype) -> tuple[str, str]:
+    """(to, back): casts around a shuffle, which moves signed 32- and 64-bit words and floats."""
+    if dt.kind == "f" or dt in (np.dtype(np.int32), np.dtype(np.int64)):
+        return "", ""
+    return ("_i32" if dt.itemsize <= 4 else "_i64"), tname(dt)
+
+
+def gen_warp(em, body: Node, name: str, tpb: int) -> str:
+    """`<name>_warp`: a warp per output (module docstring). Arguments after the output, params
+    and consts: the operand's sizes."""
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
+    p = src.ndim
+    W = min(32, tpb)  # (the simulator's blocks are narrower than a warp)
+    acc = acc_dtype(red)
+    acc_t = tname(acc)
+    combine = combine_text(red)
+    em._need(combine)
+    to, back = _shuffled(acc)
+    args = ["out"] + [em.pname(q) for q in em.params] + [em.cname(c) for c in em.consts] + \
+        [f"m{k}" for k in range(p)]
+
+    def comb(a: str, b: str) -> str:
+        return f"{acc_t}({combine_expr(combine, a, b)})"
+
+    def shfl(v: str, t: str = "") -> str:
+        a, b = (to, back) if not t else t
+        got = f"cuda.shfl_down_sync(0xFFFFFFFF, {a}({v}), off)" if a else \
+            f"cuda.shfl_down_sync(0xFFFFFFFF, {v}, off)"
+        return f"{b}({got})" if b else got
+
+    L = ["@_jit", f"def {name}_warp({', '.join(args)}):",
+         "    tid = cuda.threadIdx.x", f"    lane = tid % {W}", f"    warp = tid // {W}",
+         f"    nout = {' * '.join(f'm{k}' for k in kept) or '1'}",
+         f"    nred = {' * '.join(f'm{k}' for k in redax) or '1'}",
+         f"    for base in range(cuda.blockIdx.x * {tpb // W}, nout, cuda.gridDim.x * {tpb // W}):",
+         "        o = base + warp",
+         "        live = o < nout",  # every warp shuffles, live or not (module docstring)
+         "        if not live:", "            o = nout - 1"]
+    L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
+    stmts: list[str] = []
+    v = em.emit(src, tuple(j), stmts, {})
+    if is_arg:
+        L += [f"        acc = {acc_t}(0)", "        bi = -1"]
+    else:
+        L.append(f"        acc = {acc_t}({ident_literal(red)})")
+    L.append("        for r in range(nred if lane == 0 else 0):" if _in_order(red) else
+             f"        for r in range(lane, nred, {W}):")
+    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
+    L += ["            " + st for st in stmts]
+    if is_arg:
+        L += [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
+              f"                acc = {v}", "                bi = r"]
+    else:
+        L.append(f"            acc = {comb('acc', v)}")
+    L.append(f"        off = {W // 2}")
+    L.append("        while off > 0:")
+    if is_arg:
+        L += [f"            hv = {shfl('acc')}",
+              f"            hi = {shfl('bi', ('_i64', ''))}",
+              f"            if lane + off < {W} and {_arg_pick(red, 'acc', 'bi', 'hv', 'hi')}:",
+              "                acc = hv", "                bi = hi"]
+    else:
+        L += [f"            h = {shfl('acc')}",
+              f"            if lane + off < {W}:", f"                acc = {comb('acc', 'h')}"]
+    L.append("            off //= 2")
+    L.append("        if live and lane == 0:")
+    L += _epilogue(em, body, red, j, kept, "bi" if is_arg else f"{tname(red.dtype)}(acc)",
+                   "            ")
     return "\n".join(L)

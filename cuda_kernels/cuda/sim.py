@@ -83,3 +83,31 @@ def shared_arrays_once() -> None:
         return res
     cls.array = array
     cls._tracer_atomic = True
+
+
+def warp_shuffles() -> None:
+    """Give the simulator `cuda.shfl_down_sync`, which it lacks. Each thread posts its value,
+    the block meets at its barrier, each reads the value of the thread `delta` lanes down (its
+    own past the warp or the block), and the block meets again before the posts are reused. So
+    every thread of a block must shuffle together: the reduction kernels that shuffle
+    (cuda/reduce.py, the warp form) keep their warps in step for this, and the device needs
+    whole warps anyway."""
+    from numba.cuda.simulator import kernelapi
+    cls = kernelapi.FakeCUDAModule
+    if hasattr(cls, "shfl_down_sync"):
+        return
+
+    def shfl_down_sync(self, mask, value, delta):
+        t = threading.current_thread()
+        d = self.blockDim
+        tid = t.threadIdx.x + d.x * (t.threadIdx.y + d.y * t.threadIdx.z)
+        with _SHARED_LOCK:
+            posts = self.__dict__.setdefault("_tracer_shfl", {}).setdefault(
+                (t.blockIdx.x, t.blockIdx.y, t.blockIdx.z), {})
+        posts[tid] = value
+        self.syncthreads()
+        src = tid + delta
+        got = posts[src] if tid % 32 + delta < 32 and src < d.x * d.y * d.z else value
+        self.syncthreads()
+        return got
+    cls.shfl_down_sync = shfl_down_sync

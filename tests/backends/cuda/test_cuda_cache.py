@@ -25,8 +25,9 @@ from tracer.ir.stats import STATS
 
 pytestmark = [pytest.mark.nvrtc, pytest.mark.lazy]
 
-# a graph of 3 kernels (a row softmax, and a full sum's two passes; few, as each compiles for
-# about 0.2-1 s in the first process): its PTX by kernel name, compile and disk-hit counts
+# a graph of 4 kernels (a row softmax, and a full sum's three forms: cuda/reduce.py; few, as
+# each compiles for about 0.2-1 s in the first process): its PTX by kernel name, compile and
+# disk-hit counts
 _GRAPH = """
 import hashlib, json
 import numpy
@@ -58,11 +59,11 @@ def _run(cache_dir) -> dict:
 
 def test_second_process_finds_every_kernel_the_first_built(tmp_path):
     first = _run(tmp_path)
-    assert len(first["ptx"]) == 3
-    assert first["compiled"] == 3 and first["hits"] == 0
-    assert len(os.listdir(tmp_path / "gen" / "cuda")) == 3
+    assert len(first["ptx"]) == 4
+    assert first["compiled"] == 4 and first["hits"] == 0
+    assert len(os.listdir(tmp_path / "gen" / "cuda")) == 4
     second = _run(tmp_path)
-    assert second["compiled"] == 0 and second["hits"] == 3
+    assert second["compiled"] == 0 and second["hits"] == 4
     assert second["ptx"] == first["ptx"]
 
 

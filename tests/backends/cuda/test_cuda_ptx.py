@@ -54,14 +54,15 @@ def test_fusion_kernels_compile_to_ptx(name):
     assert len(fusions) == len(plan.kernels) >= 1
     for f, k in zip(fusions, plan.kernels):
         ptxs = compile_ptx(f, k, cc=(9, 0))
-        assert len(ptxs) == (2 if k.kind == "reduce" else 1)  # reductions: two forms
+        assert len(ptxs) == (3 if k.kind == "reduce" else 1)  # reductions: three forms
         for kname, ptx in ptxs.items():
             _ok(kname, ptx)
-            if k.kind == "row" or (k.kind == "reduce" and not kname.endswith("_t")):
+            block = k.kind == "reduce" and not kname.endswith(("_t", "_warp"))
+            if k.kind == "row" or block:
                 assert "bar.sync" in ptx  # a tree in shared memory
             if k.kind == "reduce":  # the block form's ticket, the only atomic
-                assert ptx.count("atom.") == (0 if kname.endswith("_t") else 1)
-                assert ("ld.global.cg" in ptx) != kname.endswith("_t")
+                assert ptx.count("atom.") == block and ("ld.global.cg" in ptx) == block
+                assert ("shfl.sync.down" in ptx) == kname.endswith("_warp")  # the warp form's
             elif k.kind == "row":
                 assert "atom." not in ptx
             if name.startswith("tiled"):  # a transposed output goes through a shared tile

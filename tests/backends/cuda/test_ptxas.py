@@ -117,15 +117,16 @@ LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "in
 
 def all_ptx(match: str = "") -> dict[str, str]:
     """label -> PTX of every kernel above whose label matches the regex (reductions give two:
-    the block form and the thread form, `-thread`)."""
+    the block form, the thread form `-thread` and the warp form `-warp`)."""
     from tracer.cuda_kernels.cuda.codegen import WIDE
     from tracer.cuda_kernels.cuda.ptx import compile_ptx, library_ptx
     out = {}
     for label, f, k in sweep_kernels():
         if re.search(match, label):
             for kname, ptx in compile_ptx(f, k, cc=(9, 0), wide=True).items():
-                out[label + ("-thread" if kname.endswith("_t") and k.kind == "reduce" else
-                             "-wide" if kname.endswith(WIDE) else "")] = ptx
+                form = ("-thread" if kname.endswith("_t") else "-warp" if
+                        kname.endswith("_warp") else "") if k.kind == "reduce" else ""
+                out[label + (form or ("-wide" if kname.endswith(WIDE) else ""))] = ptx
     for kind, arg, dts in LIBRARY:
         label = f"{kind}-{arg}-{'-'.join(dts)}"
         if re.search(match, label):

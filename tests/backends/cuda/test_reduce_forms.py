@@ -1,8 +1,9 @@
-"""The two reduction forms of cuda/reduce.py under the simulator: a thread per output in
-NumPy's order (float sums bitwise NumPy's), and G blocks per output finished by the last block
-(one launch, the same bits every run, counters back at 0). The registry sweep
-(test_sim_sweep.py) runs the thread form on every reduction and dtype; here the block form is
-forced on the same kinds of reductions, and the choice between the forms is pinned."""
+"""The reduction forms of cuda/reduce.py under the simulator: a thread per output in NumPy's
+order (float sums bitwise NumPy's), a warp per output (shuffles: cuda/sim.py gives the
+simulator its own), and G blocks per output finished by the last block (one launch, the same
+bits every run, counters back at 0). The registry sweep (test_sim_sweep.py) runs the thread
+form on every reduction and dtype; here the warp and block forms are forced on the same kinds
+of reductions, and the choice between the forms is pinned."""
 from __future__ import annotations
 
 import numpy
@@ -29,6 +30,11 @@ def block(monkeypatch):
     monkeypatch.setattr(forms, "FORCE", "block")
 
 
+@pytest.fixture(params=["block", "warp"])
+def form(request, monkeypatch):
+    monkeypatch.setattr(forms, "FORCE", request.param)
+
+
 def _rand(shape, dtype, seed=0):
     rng = numpy.random.default_rng(seed)
     if numpy.dtype(dtype).kind == "b":
@@ -45,7 +51,7 @@ CASES = [((37,), None), ((5, 9), 0), ((5, 9), 1), ((5, 9), None), ((3, 4, 5), (0
 @pytest.mark.parametrize("fn", ["sum", "prod", "max", "min", "argmax", "argmin", "any", "all",
                                 "mean"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
-def test_block_form_gives_numpys_answers(block, fn, dtype):
+def test_block_and_warp_forms_give_numpys_answers(form, fn, dtype):
     for shape, axis in CASES:
         if fn.startswith("arg") and isinstance(axis, tuple):
             continue
@@ -124,9 +130,11 @@ def test_form_by_shape_on_a_device():
     assert pick(red((4096, 4096, 3), -1), (4096, 4096, 3)) == "thread"  # min-distance, D=3
     assert pick(red((10 ** 6, 3), 0), (10 ** 6, 3)) == "block"         # 3 long columns
     assert pick(red((10 ** 7,), None), (10 ** 7,)) == "block"          # a full sum
-    assert pick(red((10 ** 5, 256), -1), (10 ** 5, 256)) == "block"    # past one leaf
+    assert pick(red((10 ** 5, 256), -1), (10 ** 5, 256)) == "warp"     # past one leaf
     assert pick(mx((10 ** 5, 256), -1), (10 ** 5, 256)) == "thread"    # max: any order
     assert pick(red((5, 40), 1), (5, 40)) == "thread"
+    assert pick(red((100, 4096), 1), (100, 4096)) == "warp"            # medium rows
+    assert pick(red((4, 4096), 1), (4, 4096)) == "block"               # few of them
 
 
 def test_trailing_run_is_numpys_inner_loop():
