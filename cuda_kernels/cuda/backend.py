@@ -469,7 +469,7 @@ class CudaBackend(Backend):
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         params = [p.reshape(1) if p.ndim == 0 else p for p in params]
         targets = [o.reshape(1) if o.ndim == 0 else o for o in outs]
-        out, target = outs[0], targets[0]
+        out = outs[0]
         fn = kernel.fn
         forms = [_thread_of(kernel, f) for f in ("thread", "warp")] if kernel.kind == "reduce" \
             else []  # (a reduction's other forms: cuda/reduce.py)

@@ -170,6 +170,28 @@ def gen_thread(em, body: Node, name: str) -> str:
     return "\n".join(L)
 
 
+def _accumulate(em, body: Node, acc_t: str, comb, start: str, step: str,
+                first: str) -> list[str]:
+    """A thread's pass over its share of an output's reduced elements (r from `start` by
+    `step`) into `acc` (and `bi`, the best value's index, for an arg-reduction). A float
+    product multiplies in order (numpy's rounding and overflow): the thread where `first`
+    holds takes the whole range; the others keep the identity, which the combining tree
+    multiplies in exactly."""
+    red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
+    stmts: list[str] = []
+    v = em.emit(src, tuple(j), stmts, {})
+    L = [f"        acc = {acc_t}(0)", "        bi = -1"] if is_arg else \
+        [f"        acc = {acc_t}({ident_literal(red)})"]  # (bi < 0: no value seen yet)
+    L.append(f"        for r in range(nred if {first} else 0):" if _in_order(red) else
+             f"        for r in range({start}, nred, {step}):")
+    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
+    L += ["            " + st for st in stmts]
+    if is_arg:
+        return L + [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
+                    f"                acc = {v}", "                bi = r"]
+    return L + [f"            acc = {comb('acc', v)}"]
+
+
 def gen_block(em, body: Node, name: str, tpb: int) -> str:
     """`<name>`: G blocks per output, one launch (module docstring). Arguments after the
     output, params and consts: pv/pi (the partials, flat [o * G + g]), cnt (an int32 counter
@@ -210,22 +232,8 @@ def gen_block(em, body: Node, name: str, tpb: int) -> str:
           "    for blk in range(cuda.blockIdx.x, nout * G, cuda.gridDim.x):",
           "        o = blk // G", "        g = blk % G"]
     L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
-    stmts: list[str] = []
-    v = em.emit(src, tuple(j), stmts, {})
-    if is_arg:
-        L += [f"        acc = {acc_t}(0)", "        bi = -1"]  # empty until a value is seen
-    else:
-        L.append(f"        acc = {acc_t}({ident_literal(red)})")
-    L.append("        for r in range(nred if g == 0 and tid == 0 else 0):" if _in_order(red) else
-             f"        for r in range(g * {tpb} + tid, nred, G * {tpb}):")
-    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
-    L += ["            " + s for s in stmts]
-    if is_arg:
-        L += [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
-              f"                acc = {v}", "                bi = r",
-              "        shv[tid] = acc", "        shi[tid] = bi"]
-    else:
-        L += [f"            acc = {comb('acc', v)}", "        shv[tid] = acc"]
+    L += _accumulate(em, body, acc_t, comb, f"g * {tpb} + tid", f"G * {tpb}", "g == 0 and tid == 0")
+    L += ["        shv[tid] = acc"] + (["        shi[tid] = bi"] if is_arg else [])
     L += tree("        ")
     L += ["        if G == 1:", "            if tid == 0:"]
     L += _epilogue(em, body, red, j, kept, result, "                ")
@@ -298,21 +306,7 @@ def gen_warp(em, body: Node, name: str, tpb: int) -> str:
          "        live = o < nout",  # every warp shuffles, live or not (module docstring)
          "        if not live:", "            o = nout - 1"]
     L += _unflatten("o", [j[k] for k in kept], [f"m{k}" for k in kept], "        ")
-    stmts: list[str] = []
-    v = em.emit(src, tuple(j), stmts, {})
-    if is_arg:
-        L += [f"        acc = {acc_t}(0)", "        bi = -1"]
-    else:
-        L.append(f"        acc = {acc_t}({ident_literal(red)})")
-    L.append("        for r in range(nred if lane == 0 else 0):" if _in_order(red) else
-             f"        for r in range(lane, nred, {W}):")
-    L += _unflatten("r", [j[k] for k in redax], [f"m{k}" for k in redax], "            ")
-    L += ["            " + st for st in stmts]
-    if is_arg:
-        L += [f"            if {_arg_pick(red, 'acc', 'bi', v, 'r')}:",
-              f"                acc = {v}", "                bi = r"]
-    else:
-        L.append(f"            acc = {comb('acc', v)}")
+    L += _accumulate(em, body, acc_t, comb, "lane", str(W), "lane == 0")
     L.append(f"        off = {W // 2}")
     L.append("        while off > 0:")
     if is_arg:
