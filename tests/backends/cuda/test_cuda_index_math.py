@@ -13,6 +13,7 @@ import pytest
 
 import tracer
 import tracer.cuda_kernels.cuda.backend as cuda_mod
+import tracer.cuda_kernels.cuda.launch as launch_mod
 import tracer.numpy as np
 from tracer import graph as G
 from tracer.cuda_kernels import backends
@@ -46,12 +47,12 @@ def no_host(monkeypatch):
 def variants(monkeypatch):
     """The index widths loop kernels launched with, in order."""
     seen = []
-    pick = cuda_mod._index_variant
+    pick = launch_mod._index_variant
 
     def spy(kernel, bits):
         seen.append(bits)
         return pick(kernel, bits)
-    monkeypatch.setattr(cuda_mod, "_index_variant", spy)
+    monkeypatch.setattr(launch_mod, "_index_variant", spy)
     return seen
 
 
@@ -114,7 +115,7 @@ def test_a_launch_picks_the_variant_from_its_sizes(monkeypatch, shape, bits):
     a = np.asarray(_rand((3, 5)))
     kernel = tracer.explain(a * 2 + 1).kernels[0]
     calls = []
-    monkeypatch.setattr(cuda_mod, "_index_variant", lambda k, b: _Recorder(calls, b))
+    monkeypatch.setattr(launch_mod, "_index_variant", lambda k, b: _Recorder(calls, b))
     out = over_one_element(shape, numpy.float32)
     be.launch(kernel, None, [out], [out], [numpy.float32(2), numpy.float32(1)])
     (got, (grid, block), args) = calls[0]
@@ -170,7 +171,7 @@ CASES = {  # a (3, 5), b (5,), c (3, 1), d (2, 3, 5), e (3, 2, 19): 2-D grids st
 @pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_loop_kernels_in_both_variants_match_numpy(monkeypatch, variants, no_host, bits, name):
-    monkeypatch.setattr(cuda_mod, "index_bits", lambda total: bits)
+    monkeypatch.setattr(launch_mod, "index_bits", lambda total: bits)
     h = (_rand((3, 5)), _rand((5,), seed=1), _rand((3, 1), seed=2), _rand((2, 3, 5), seed=3),
          _rand((3, 2, 19), seed=4))
     mine, ref = CASES[name]
@@ -183,7 +184,7 @@ def test_loop_kernels_in_both_variants_match_numpy(monkeypatch, variants, no_hos
 
 @pytest.mark.parametrize("bits", [32, 64])
 def test_horizontal_kernels_in_both_variants(monkeypatch, variants, no_host, bits):
-    monkeypatch.setattr(cuda_mod, "index_bits", lambda total: bits)
+    monkeypatch.setattr(launch_mod, "index_bits", lambda total: bits)
     ha, hi = _rand((3, 5)), numpy.arange(7, dtype=numpy.int32)
     a, i = np.asarray(ha), np.asarray(hi)
     outs = (np.exp(a) * 2, i + 1, (a[0, 0] * 3).astype(np.float64))
