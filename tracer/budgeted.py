@@ -20,8 +20,7 @@ from tracer.cuda_kernels.executor import PeakMeter
 from tracer.cuda_kernels.layout import over_one_element
 from tracer.opt import splitter
 from tracer.opt.splitter import row_block
-from . import dask_cluster as cluster
-from . import mapped
+from . import dask_cluster as cluster, dask_tasks, mapped
 from .budget import Budget, MemoryBudgetError, beside, fmt_bytes
 
 
@@ -252,6 +251,7 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
         rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
                                  _rows_of(source, split.axis), be, plan,
                                  2 * split.source.nbytes // max(split.rows, 1))
+        room = on.worker_budget.limit - on_worker.held - need  # (for a task's further rows)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:
@@ -268,7 +268,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
         shared.update(id(r.attr("buf")) for r in realized.values())
         g = st.chunk_graph(rows, 0, src_rows, realized)
         names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
-        kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
+        kept = dask_tasks.run_chunks(st, rows, room, src_rows, realized, outs, partial, shared,
+                                     names)
         measured = max(measured, st.held - keep * rows_out)
     else:
         with beside(budget, st.held):

@@ -23,7 +23,7 @@ from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
 from tracer.opt.rewrite import rebuild, with_inputs
-from . import budget, budgeted, dask_cluster, debug, plans
+from . import budget, budgeted, dask_cluster, dask_tasks, debug, plans
 
 
 def backend() -> str:
@@ -325,10 +325,10 @@ def _on_cluster(roots: list[Node]) -> list:
 
 def chunk_task(*args) -> dict:
     """One chunk of a tracer.cluster evaluation, on a worker (sent by this name)."""
-    return dask_cluster.run_task(execute, *args)
+    return dask_tasks.run_task(execute, *args)
 
 
-dask_cluster.TASK[0] = chunk_task
+dask_tasks.TASK[0] = chunk_task
 
 
 def run(program, bind, graph, split=None) -> list:
