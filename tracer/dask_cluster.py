@@ -23,8 +23,10 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.layout import over_one_element
-from tracer.ir.node import Buffer, Node, toposort
+from tracer.ir.catalogue import py_slice
+from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.opt import splitter
+from tracer.opt.rewrite import rebuild, with_inputs
 from . import budget as _budget
 from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
 
@@ -143,7 +145,7 @@ class Remote(Buffer):
                 f"tracer.cluster: bringing this {self.value.dtype}{list(self.value.shape)} "
                 f"array ({fmt_bytes(need)}) from the cluster to this process needs more than "
                 f"{'the budget of' if b is not None else 'half the memory free,'} "
-                f"{fmt_bytes(room)}: reduce it on the cluster first, or index a part of it")
+                f"{fmt_bytes(room)}: reduce it on the cluster first")
         parts = self.client.gather([self.client.submit(f, pure=False) if type(f) is Recipe
                                     else f for _, _, f in self.blocks])
         return np.concatenate(parts) if parts else np.empty(self.value.shape, self.value.dtype)
@@ -153,9 +155,32 @@ class Remote(Buffer):
 
 
 def remote_leaves(roots: list[Node]) -> list[Node]:
+    """The leaves that read values of the cluster's: a Remote, or a view of one's stand-in."""
     if not _REMOTE:
         return []
-    return [n for n in toposort(roots) if n.op == "input" and type(n.attr("buf")) is Remote]
+    return [n for n in toposort(roots) if n.op == "input" and _remote(n.attr("buf"))]
+
+
+def _remote(buf: Buffer) -> bool:
+    return type(buf) is Remote or isinstance(buf.value, np.ndarray) and \
+        _remote_rows(buf.value) is not None
+
+
+def slices_as_leaves(roots: list[Node]) -> list[Node]:
+    """The graph with each slice of a value of the cluster's (`x[a:b]`, but not a root) read
+    as a leaf of its own, a view of the value's stand-in (its rows come from the blocks that
+    cover them): such a leaf can be a split's source, where a slice's rows do not follow its
+    input's row by row."""
+    keep = {id(r) for r in roots}
+
+    def leaf(n: Node, ins: tuple) -> Node:
+        if n.op == "slice" and id(n) not in keep and ins[0].op == "input" and \
+                _remote(ins[0].attr("buf")):
+            v = ins[0].attr("buf").value[tuple(py_slice(*s) for s in n.attr("slices"))]
+            return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
+        return with_inputs(n, ins)
+
+    return rebuild(roots, leaf)
 
 
 def _remote_rows(value) -> tuple[Remote, int, int, int] | None:

@@ -212,9 +212,10 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
     axes = [ax for _, ax in st.deps]
     combine = [(OPS[c.op].ufunc, c.dtype) for c in st.cuts]
     sent: dict[int, object] = {}  # id(a shared buffer or a block's Recipe) -> its future
-    # id(a Recipe of a split source's block) -> the block's end row
-    source = split.source.attr("buf") if split.source.op == "input" else None
-    passed = {id(f): z for _, z, f in source.blocks} if type(source) is Remote else {}
+    # the split source's rows from the value of the cluster's it reads, if it reads one:
+    # id(the Recipe of one of its blocks) -> the block's end row
+    on = _remote_rows(src_rows(0, n)) if n and split.source.op == "input" else None
+    passed = {id(f): z for _, z, f in on[0].blocks} if on is not None else {}
     token = f"{next(_IDS)}-{uuid.uuid4().hex[:8]}"
     workers = max(1, len(client.scheduler_info()["workers"]))
     packed: dict[int, bytes] = {}  # a chunk's rows -> its graph, packed once
@@ -235,7 +236,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
     def submit(lo: int) -> int:
         """The task from row lo on; its end row."""
         nonlocal k_max
-        for k in [k for k, f in sent.items() if k in passed and passed[k] <= lo]:
+        rest = _remote_rows(src_rows(lo, n))[1] if passed else 0  # (the first row read)
+        for k in [k for k, f in sent.items() if k in passed and passed[k] <= rest]:
             del sent[k]  # a block behind this task: its tasks hold it while they need it
         first = chunk(lo)
         if not spans:

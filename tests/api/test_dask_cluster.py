@@ -272,3 +272,23 @@ def test_linspace_and_float_arange_are_made_on_the_workers(client):
             numpy.testing.assert_array_equal(numpy.asarray(r), hr)
         small = np.linspace(0, 1, 11)  # under remote_bytes: made here
         assert type(small._var.node.attr("buf")) is not Remote
+
+
+def test_slices_of_a_value_of_the_cluster_split_by_their_rows(client):
+    """x[a:b] of a value held on the cluster is a split source of its own (its rows read from
+    the blocks that cover them), also beside another slice of the same value."""
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x = np.random.default_rng(7).standard_normal((40000, 8))
+        h = _blocks_of(7, (40000, 8), x._var.node.attr("buf").blocks[0][1])
+        before = tracer.stats().split_chunks
+        assert float((x[10000:30000] ** 2).sum()) == pytest.approx((h[10000:30000] ** 2).sum(),
+                                                                    rel=1e-12)
+        assert tracer.stats().split_chunks - before > 1
+        numpy.testing.assert_array_equal(numpy.asarray((x[100:39000] - x[:38900]).max(1)),
+                                         (h[100:39000] - h[:38900]).max(1))
+        numpy.testing.assert_array_equal(numpy.asarray((x[::3, 2:] * 2).sum(1)),
+                                         (h[::3, 2:] * 2).sum(1))
+        numpy.testing.assert_array_equal(numpy.asarray((x[::-1][5:] + 1).min(0)),
+                                         (h[::-1][5:] + 1).min(0))
