@@ -13,8 +13,9 @@ about 128 MiB): 1 worker against 2 at N x M, then tracer against dask.array at -
 most workers; dask.array's blocks make N x M much slower). Every run is on a LocalCluster of
 processes with one thread each and the memory limit given, all clusters up at once and their
 runs alternating (1 worker, 2 workers, 1, 2, ...: a shared host's load drifts); reported: the
-best of --repeat runs after a warm-up (--repeat 0: the one cold run) and every run's time, the
-most memory any worker held (Dask's own reporting: the scheduler's per-worker process memory,
+best of --repeat runs after a warm-up (--repeat 0: the one cold run) and every run's time and
+CPU time of this process (the client's, and the scheduler's on a LocalCluster), the most
+memory any worker held (Dask's own reporting: the scheduler's per-worker process memory,
 which workers send in heartbeats, every 0.5 s), and for
 --reduce-gib the client's own growth. `--check` compares tracer's result with a blocked NumPy
 reference on the same values (gathered from the workers). JSON to --out.
@@ -74,17 +75,18 @@ def _cluster(n_workers: int, limit: str):
 
 def run_tracer(cl, n, m, d):
     """One run in the cluster block `cl` (entered again each run: the same worker budget, so
-    the same chunks and kernels): (seconds, the most memory a worker held, the result, (x, y))."""
+    the same chunks and kernels): (seconds, the most memory a worker held, the result, (x, y),
+    the CPU seconds of this process: the client's and, on a LocalCluster, the scheduler's)."""
     import tracer.numpy as tnp
     with cl:
         rng = tnp.random.default_rng(0)
         x = rng.standard_normal((n, d))
         y = rng.standard_normal((m, d))
         with WorkerMemory(cl.client) as mem:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = numpy.asarray(dist_min(tnp, x, y))
-            sec = time.perf_counter() - t0
-    return sec, mem.peak, out, (x, y)
+            sec, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return sec, mem.peak, out, (x, y), cpu
 
 
 def run_dask_array(client, n, m, d, repeat):
@@ -173,16 +175,18 @@ def main(argv=None) -> dict:
                 stack.enter_context(client)
                 clusters[k] = tracer.cluster(client, budget=a.budget, remote_bytes=0)
             times = {k: [] for k in counts}
+            cpus = {k: [] for k in counts}
             peaks = {k: 0 for k in counts}
             for i in range(a.repeat + 1):
                 for k in counts:
-                    sec, peak, out, (x, y) = run_tracer(clusters[k], a.n, a.m, a.d)
+                    sec, peak, out, (x, y), cpu = run_tracer(clusters[k], a.n, a.m, a.d)
                     if i or not a.repeat:  # (--repeat 0: the one cold run)
                         times[k].append(sec)
+                        cpus[k].append(cpu)
                         peaks[k] = max(peaks[k], peak)
             for k in counts:
                 row = {"workers": k, "tracer_s": min(times[k]), "tracer_runs_s": times[k],
-                       "tracer_worker_peak_mib": peaks[k] / 2**20}
+                       "client_cpu_s": cpus[k], "tracer_worker_peak_mib": peaks[k] / 2**20}
                 if a.check:
                     with tracer.cluster(clusters[k].client, budget="90%"):
                         hx, hy = numpy.asarray(x), numpy.asarray(y)
