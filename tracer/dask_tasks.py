@@ -148,15 +148,15 @@ class _Args(list):
         return self._at[id(v)]
 
 
-def _task_leaves(client, chunks: list, shared: set, sent: dict, args: _Args) -> list:
+def _task_leaves(client, chunks: list, shared: set, sent: dict, args: _Args,
+                 made: list) -> list:
     """Each chunk's leaves (`chunks`: [(first row, end row, its leaf buffers)]) as (kind,
-    spec, argument indices). A view of a value of the
-    cluster's becomes the blocks that cover it (Dask moves them; tasks go where they are): a
-    block the task reads whole is made in the task, once; one that every chunk reads, or that
-    this task reads only part of (the next tasks read the rest), is made once, as a task, and
-    copied to every worker. A value every chunk reads is one task's result (made again if
-    lost, unlike scattered data); a chunk's own rows travel in its task (sent again if a
-    worker dies)."""
+    spec, argument indices). A view of a value of the cluster's becomes the blocks that cover
+    it (Dask moves them; tasks go where they are): a block the task reads whole is made in the
+    task, once; one that every chunk reads, or that this task reads only part of (the next
+    tasks read the rest), is made once, as a task (added to `made`, to be copied to every
+    worker). A value every chunk reads is one task's result (made again if lost, unlike
+    scattered data); a chunk's own rows travel in its task (sent again if a worker dies)."""
     specs: list[list] = [[] for _ in chunks]
     for j in range(len(chunks[0][2])):
         bufs = [ls[j] for _, _, ls in chunks]
@@ -164,7 +164,7 @@ def _task_leaves(client, chunks: list, shared: set, sent: dict, args: _Args) -> 
         whole = id(bufs[0]) in shared
         if at[0] is not None:
             lo, hi = min(a[1] for a in at), max(a[2] for a in at)
-            idx, made = {}, []
+            idx = {}
             for a, z, f in at[0][0].blocks:
                 if a < hi and z > lo:
                     if type(f) is Recipe and (whole or a < lo or z > hi):
@@ -173,8 +173,6 @@ def _task_leaves(client, chunks: list, shared: set, sent: dict, args: _Args) -> 
                             made.append(sent[id(f)])
                         f = sent[id(f)]
                     idx[a, z] = args.add(f)
-            if made:  # on every worker: else Dask runs every task that reads them where they
-                client.replicate(made)  # were made
             for spec, b, (_, a0, z0, off) in zip(specs, bufs, at):
                 cover = [k for k in idx if k[0] < z0 and k[1] > a0]
                 v = b.value
@@ -247,14 +245,16 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
         k = max(1, min(k_max, -(-(n - lo) // (rows * GUIDE * workers))))
         chunks = [first] + [chunk(a) for a in range(lo + rows, min(lo + k * rows, n), rows)]
         sizes = list(dict.fromkeys(hi - a for a, hi, _ in chunks))
-        args = _Args()
-        specs = _task_leaves(client, chunks, shared, sent, args)
+        args, made = _Args(), []
+        specs = _task_leaves(client, chunks, shared, sent, args, made)
         tasks = [(a, hi, sizes.index(hi - a), s) for (a, hi, _), s in zip(chunks, specs)]
         hi = chunks[-1][1]
         fut = client.submit(TASK[0], [packed[s] for s in sizes], cl.worker_budget, what, axes,
                             combine, tasks, *args,
                             key=f"tracer-{names}-{token}-{lo}", pure=False)
         spawned.append(fut)
+        if made:  # on every worker (else Dask runs every task that reads them where they
+            client.replicate(made)  # were made), once made: all at once, this task sent
         if keep:  # the rows stay on the cluster: blocks of Remote results
             parts.append(client.submit(_parts, fut, key=f"tracer-parts-{token}-{lo}"))
             for j, blocks in enumerate(keep):
