@@ -11,15 +11,19 @@ The program is the naive minimum distance `((x[:, None, :] - y[None, :, :]) ** 2
 with x chunked by rows, y in one chunk, chunks sized so that a block's N x M x D difference is
 about 128 MiB): 1 worker against 2 at N x M, then tracer against dask.array at --vs-n (on the
 most workers; dask.array's blocks make N x M much slower). Every run is on a LocalCluster of
-processes with one thread each and the memory limit given; reported: the best of --repeat
-runs after a warm-up (--repeat 0: the one cold run), the most memory any worker held (Dask's
-own reporting: the scheduler's per-worker process memory, sampled every 50 ms), and for
+processes with one thread each and the memory limit given, all clusters up at once and their
+runs alternating (1 worker, 2 workers, 1, 2, ...: a shared host's load drifts); reported: the
+best of --repeat runs after a warm-up (--repeat 0: the one cold run) and every run's time and
+CPU time of this process (the client's, and the scheduler's on a LocalCluster), the most
+memory any worker held (Dask's own reporting: the scheduler's per-worker process memory,
+which workers send in heartbeats, every 0.5 s), and for
 --reduce-gib the client's own growth. `--check` compares tracer's result with a blocked NumPy
 reference on the same values (gathered from the workers). JSON to --out.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -50,7 +54,7 @@ class WorkerMemory:
         while not self._stop.is_set():
             for w in self.client.scheduler_info()["workers"].values():
                 self.peak = max(self.peak, w["metrics"]["memory"])
-            self._stop.wait(0.05)
+            self._stop.wait(0.1)  # (a worker reports its memory in heartbeats, every 0.5 s)
 
     def __enter__(self):
         self._t = threading.Thread(target=self._poll, daemon=True)
@@ -69,21 +73,20 @@ def _cluster(n_workers: int, limit: str):
     return lc, Client(lc)
 
 
-def run_tracer(client, n, m, d, repeat, budget):
-    import tracer
+def run_tracer(cl, n, m, d):
+    """One run in the cluster block `cl` (entered again each run: the same worker budget, so
+    the same chunks and kernels): (seconds, the most memory a worker held, the result, (x, y),
+    the CPU seconds of this process: the client's and, on a LocalCluster, the scheduler's)."""
     import tracer.numpy as tnp
-    times, out = [], None
-    with tracer.cluster(client, budget=budget, remote_bytes=0):  # x and y drawn there
-        for i in range(repeat + 1):
-            rng = tnp.random.default_rng(0)
-            x = rng.standard_normal((n, d))
-            y = rng.standard_normal((m, d))
-            with WorkerMemory(client) as mem:
-                t0 = time.perf_counter()
-                out = numpy.asarray(dist_min(tnp, x, y))
-                if i or not repeat:  # (--repeat 0: the one cold run)
-                    times.append(time.perf_counter() - t0)
-    return min(times), mem.peak, out, (x, y)
+    with cl:
+        rng = tnp.random.default_rng(0)
+        x = rng.standard_normal((n, d))
+        y = rng.standard_normal((m, d))
+        with WorkerMemory(cl.client) as mem:
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = numpy.asarray(dist_min(tnp, x, y))
+            sec, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return sec, mem.peak, out, (x, y), cpu
 
 
 def run_dask_array(client, n, m, d, repeat):
@@ -162,33 +165,53 @@ def main(argv=None) -> dict:
             res["reduce"] = reduce_big(client, a.reduce_gib, a.budget)
         print(json.dumps(res["reduce"], indent=1))
     else:
-        for k in [int(w) for w in a.workers.split(",")]:
-            lc, client = _cluster(k, a.limit)
-            with lc, client:
-                sec, peak, out, (x, y) = run_tracer(client, a.n, a.m, a.d, a.repeat, a.budget)
-                row = {"workers": k, "tracer_s": sec, "tracer_worker_peak_mib": peak / 2**20}
+        import tracer
+        counts = [int(w) for w in a.workers.split(",")]
+        with contextlib.ExitStack() as stack:
+            clusters = {}
+            for k in counts:  # every cluster up: their runs alternate (the host's load drifts)
+                lc, client = _cluster(k, a.limit)
+                stack.enter_context(lc)
+                stack.enter_context(client)
+                clusters[k] = tracer.cluster(client, budget=a.budget, remote_bytes=0)
+            times = {k: [] for k in counts}
+            cpus = {k: [] for k in counts}
+            peaks = {k: 0 for k in counts}
+            for i in range(a.repeat + 1):
+                for k in counts:
+                    sec, peak, out, (x, y), cpu = run_tracer(clusters[k], a.n, a.m, a.d)
+                    if i or not a.repeat:  # (--repeat 0: the one cold run)
+                        times[k].append(sec)
+                        cpus[k].append(cpu)
+                        peaks[k] = max(peaks[k], peak)
+            for k in counts:
+                row = {"workers": k, "tracer_s": min(times[k]), "tracer_runs_s": times[k],
+                       "client_cpu_s": cpus[k], "tracer_worker_peak_mib": peaks[k] / 2**20}
                 if a.check:
-                    import tracer
-                    with tracer.cluster(client, budget="90%"):
+                    with tracer.cluster(clusters[k].client, budget="90%"):
                         hx, hy = numpy.asarray(x), numpy.asarray(y)
                     ref = blocked_reference(hx, hy)
                     row["max_rel_err"] = float(numpy.max(numpy.abs(out - ref) /
                                                          numpy.maximum(numpy.abs(ref), 1e-300)))
-                if not a.no_dask_array and k == max(int(w) for w in a.workers.split(",")):
-                    n = a.vs_n  # dask.array writes every N x M x D block: a smaller problem
-                    tsec, tpeak, _, _ = run_tracer(client, n, n, a.d, a.repeat, a.budget)
-                    dsec, dpeak = run_dask_array(client, n, n, a.d, a.repeat)
-                    res["vs_dask_array"] = {
-                        "n": n, "m": n, "workers": k, "tracer_s": tsec,
-                        "tracer_worker_peak_mib": tpeak / 2**20, "dask_array_s": dsec,
-                        "dask_array_worker_peak_mib": dpeak / 2**20,
-                        "tracer_over_dask_array": tsec / dsec}
-                    print(json.dumps(res["vs_dask_array"]))
-            res["runs"].append(row)
-            print(json.dumps(row))
-        if len(res["runs"]) == 2:
-            res["speedup_2_over_1"] = res["runs"][0]["tracer_s"] / res["runs"][1]["tracer_s"]
-            print("2 workers over 1:", round(res["speedup_2_over_1"], 2))
+                res["runs"].append(row)
+                print(json.dumps(row))
+            if len(counts) == 2:
+                res["speedup_2_over_1"] = res["runs"][0]["tracer_s"] / res["runs"][1]["tracer_s"]
+                print("2 workers over 1 (best runs):", round(res["speedup_2_over_1"], 2),
+                      "; run by run:", [round(p / q, 2) for p, q in zip(*times.values())])
+            if not a.no_dask_array:
+                k = max(counts)  # dask.array writes every N x M x D block: a smaller problem
+                n = a.vs_n
+                cl = tracer.cluster(clusters[k].client, budget=a.budget, remote_bytes=0)
+                tsec = [run_tracer(cl, n, n, a.d)[:2] for _ in range(a.repeat + 1)]
+                tsec = tsec[1:] or tsec
+                dsec, dpeak = run_dask_array(cl.client, n, n, a.d, a.repeat)
+                res["vs_dask_array"] = {
+                    "n": n, "m": n, "workers": k, "tracer_s": min(t for t, _ in tsec),
+                    "tracer_worker_peak_mib": max(p for _, p in tsec) / 2**20,
+                    "dask_array_s": dsec, "dask_array_worker_peak_mib": dpeak / 2**20,
+                    "tracer_over_dask_array": min(t for t, _ in tsec) / dsec}
+                print(json.dumps(res["vs_dask_array"]))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
     return res

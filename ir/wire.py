@@ -12,35 +12,46 @@ from .node import Buffer, Node, make, toposort
 
 
 class _Pickler(pickle.Pickler):
-    """Leaf buffers leave as indices into a list of buffers."""
+    """Leaf buffers leave as their indices among `leaves(roots)`."""
 
-    def __init__(self, f):
+    def __init__(self, f, bufs: list[Buffer]):
         super().__init__(f, protocol=5)
-        self.buffers: list[Buffer] = []
-        self._seen: dict[int, int] = {}
+        self._at = {id(b): k for k, b in enumerate(bufs)}
 
     def persistent_id(self, obj):
         if isinstance(obj, Buffer):
-            k = self._seen.get(id(obj))
-            if k is None:
-                k = self._seen[id(obj)] = len(self.buffers)
-                self.buffers.append(obj)
-            return k
+            if id(obj) not in self._at:
+                raise TypeError(f"{obj!r} outside an input leaf: only recorded graphs are packed")
+            return self._at[id(obj)]
         if isinstance(obj, Node):
             raise TypeError(f"{obj!r} inside an attribute: only recorded graphs are packed")
         return None
 
 
+def leaves(roots: list[Node]) -> list[Buffer]:
+    """The graph's leaf buffers in the order `unpack` takes their values: the same for every
+    graph of the same structure (a chunk's graph packed once serves every chunk of its size)."""
+    return _leaves(toposort(roots))
+
+
+def _leaves(order: list[Node]) -> list[Buffer]:
+    out: dict[int, Buffer] = {}
+    for n in order:
+        if n.op == "input":
+            out.setdefault(id(n.attr("buf")), n.attr("buf"))
+    return list(out.values())
+
+
 def pack(roots: list[Node]) -> tuple[bytes, list[Buffer]]:
-    """(the graph as bytes, its leaf buffers in the order `unpack` takes their values)."""
+    """(the graph as bytes, its leaf buffers: `leaves(roots)`)."""
     order = toposort(roots)
     index = {id(n): i for i, n in enumerate(order)}
     rows = [(n.op, tuple(index[id(i)] for i in n.inputs), n.shape, n.dtype, n.attrs)
             for n in order]
+    bufs = _leaves(order)
     f = io.BytesIO()
-    p = _Pickler(f)
-    p.dump((rows, [index[id(r)] for r in roots]))
-    return f.getvalue(), p.buffers
+    _Pickler(f, bufs).dump((rows, [index[id(r)] for r in roots]))
+    return f.getvalue(), bufs
 
 
 def unpack(data: bytes, values) -> list[Node]:

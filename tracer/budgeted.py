@@ -31,8 +31,7 @@ from tracer.cuda_kernels.executor import PeakMeter
 from tracer.cuda_kernels.layout import over_one_element
 from tracer.opt import splitter
 from tracer.opt.splitter import row_block
-from . import dask_cluster as cluster
-from . import mapped
+from . import dask_cluster as cluster, dask_tasks, mapped
 from .budget import Budget, MemoryBudgetError, beside, fmt_bytes
 
 
@@ -274,12 +273,18 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
                               "through the chunks (the row-wise results, the values the chunks "
                               "read whole)", st.held)
         leaves = [n for n in toposort(roots) if n.op == "input"]
-        on_worker = replace(st, held=sum(n.nbytes for n in st.pre + leaves
-                                         if n is not split.source))
-        # a worker holds its chunk's rows of the source too, made or fetched, then cut
+        # a worker holds the leaves its chunks read whole (in a chunk's graph as they are)
+        # and its chunk's rows of the others (those of a one-row chunk), made or fetched,
+        # then cut: twice
+        ids, pre = {id(n) for n in leaves}, {id(n) for n in stand.values()}
+        probe = [n for n in toposort(st.chunk_graph(1, 0, _rows_of(source, split.axis), stand))
+                 if n.op == "input" and id(n) not in pre]
+        on_worker = replace(st, held=sum(n.nbytes for n in st.pre) +
+                            sum(n.nbytes for n in probe if id(n) in ids))
         rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
                                  _rows_of(source, split.axis), be, plan,
-                                 2 * split.source.nbytes // max(split.rows, 1))
+                                 2 * sum(n.nbytes for n in probe if id(n) not in ids))
+        room = on.worker_budget.limit - on_worker.held - need  # (for a task's further rows)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0
     if st.pre:
@@ -297,7 +302,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
         shared.update(id(r.attr("buf")) for r in realized.values())
         g = st.chunk_graph(rows, 0, src_rows, realized)
         names = "-".join(k.name for k in plan(g, be).kernels[:2]) or "chunk"
-        kept = cluster.run_chunks(st, rows, src_rows, realized, outs, partial, shared, names)
+        kept = dask_tasks.run_chunks(st, rows, room, src_rows, realized, outs, partial, shared,
+                                     names)
         measured = max(measured, st.held - keep * rows_out)
     else:
         room = budget.limit - st.smallest(need)

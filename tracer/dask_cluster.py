@@ -3,11 +3,12 @@
 Inside the block, evaluations run within a budget of the client's (`budget`, by default half
 the memory free when the block is entered). One that does not fit is split as
 `memory_budget` splits it (tracer/budgeted.py: the same splitter, the same stages), with chunks
-sized to the workers' memory; each chunk's graph goes to a worker as a Dask task, which plans,
-compiles (through the worker's kernel caches, once per worker and graph structure) and runs it
-under the worker's own budget. A chunk's rows of the row-wise results come back to the client;
-its partials of the reductions over the split rows are combined on the cluster as a tree of
-tasks, in chunk order. Dask schedules, moves data and reruns the tasks of a worker that dies.
+sized to the workers' memory; the chunks' graph goes to the workers in Dask tasks of several
+chunks each (tracer/dask_tasks.py), and a worker plans, compiles (through its kernel caches,
+once per worker and graph structure) and runs each chunk under its own budget. The tasks' rows
+of the row-wise results come back to the client; their partials of the reductions over the
+split rows are combined on the cluster as a tree of tasks, in chunk order. Dask schedules,
+moves data and reruns the tasks of a worker that dies.
 
 Graphs travel as graphs (ir/wire.py: nodes in topological order, leaf values as Dask data),
 not as pickled functions: the worker builds the same kernels from the same graph.
@@ -15,22 +16,18 @@ not as pickled functions: the worker builds the same kernels from the same graph
 from __future__ import annotations
 
 import inspect
-import itertools
 import math
 import threading
-import uuid
 import weakref
 
 import numpy as np
 
-from tracer.cuda_kernels.backends import to_host
 from tracer.cuda_kernels.layout import over_one_element
-from tracer.ir.node import Buffer, Node, toposort
-from tracer.ir.registry import OPS
-from tracer.ir.stats import STATS, Stats
-from tracer.ir.wire import pack, unpack
+from tracer.ir.catalogue import py_slice
+from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.opt import splitter
-from . import budget as _budget, mapped
+from tracer.opt.rewrite import rebuild, with_inputs
+from . import budget as _budget
 from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
 
 _ACTIVE: list["cluster"] = []
@@ -41,16 +38,15 @@ _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-proc
 # workers peaked at 830 MiB with 0.6, 550 MiB with 0.45 (bench/bench_dask.py --reduce-gib 4)
 WORKER_FRACTION = 0.45
 COMPILE_BYTES = 128 << 20  # what compiling a chunk's kernels may take beside it
-IN_FLIGHT_PER_WORKER = 2  # chunks sent ahead of the ones done (their rows wait on the worker)
 
 
 class cluster:
     """`with tracer.cluster(client):` evaluations that do not fit `budget` (bytes or a size
     string, default "50%" of the memory free now) run their chunks on the cluster of
-    `client`, a `dask.distributed.Client`. Random draws, `np.load` and integer `np.arange`
-    of at least `remote_bytes` (default: a quarter of the budget) are made on the workers in
-    row blocks of about `block_bytes` (see `Remote`): a seeded draw gives the same values for
-    the same block size."""
+    `client`, a `dask.distributed.Client`. Random draws, `np.load`, `np.arange` and
+    `np.linspace` of at least `remote_bytes` (default: a quarter of the budget) are made on
+    the workers in row blocks of about `block_bytes` (see `Remote`): a seeded draw gives the
+    same values for the same block size (arange and linspace: NumPy's values)."""
 
     def __init__(self, client, budget=None, remote_bytes=None, block_bytes=64 << 20):
         self.client = client
@@ -149,7 +145,7 @@ class Remote(Buffer):
                 f"tracer.cluster: bringing this {self.value.dtype}{list(self.value.shape)} "
                 f"array ({fmt_bytes(need)}) from the cluster to this process needs more than "
                 f"{'the budget of' if b is not None else 'half the memory free,'} "
-                f"{fmt_bytes(room)}: reduce it on the cluster first, or index a part of it")
+                f"{fmt_bytes(room)}: reduce it on the cluster first")
         parts = self.client.gather([self.client.submit(f, pure=False) if type(f) is Recipe
                                     else f for _, _, f in self.blocks])
         return np.concatenate(parts) if parts else np.empty(self.value.shape, self.value.dtype)
@@ -159,9 +155,32 @@ class Remote(Buffer):
 
 
 def remote_leaves(roots: list[Node]) -> list[Node]:
+    """The leaves that read values of the cluster's: a Remote, or a view of one's stand-in."""
     if not _REMOTE:
         return []
-    return [n for n in toposort(roots) if n.op == "input" and type(n.attr("buf")) is Remote]
+    return [n for n in toposort(roots) if n.op == "input" and _remote(n.attr("buf"))]
+
+
+def _remote(buf: Buffer) -> bool:
+    return type(buf) is Remote or isinstance(buf.value, np.ndarray) and \
+        _remote_rows(buf.value) is not None
+
+
+def slices_as_leaves(roots: list[Node]) -> list[Node]:
+    """The graph with each slice of a value of the cluster's (`x[a:b]`, but not a root) read
+    as a leaf of its own, a view of the value's stand-in (its rows come from the blocks that
+    cover them): such a leaf can be a split's source, where a slice's rows do not follow its
+    input's row by row."""
+    keep = {id(r) for r in roots}
+
+    def leaf(n: Node, ins: tuple) -> Node:
+        if n.op == "slice" and id(n) not in keep and ins[0].op == "input" and \
+                _remote(ins[0].attr("buf")):
+            v = ins[0].attr("buf").value[tuple(py_slice(*s) for s in n.attr("slices"))]
+            return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
+        return with_inputs(n, ins)
+
+    return rebuild(roots, leaf)
 
 
 def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
@@ -181,60 +200,6 @@ def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
         return r, 0, 0, 0
     lo, hi = lo_b // row, hi_b // row + 1
     return r, lo, hi, off - lo * row
-
-
-def _from_rows(spec, *blocks) -> np.ndarray:
-    """On a worker: a view's values from the blocks of rows that cover it (each made or
-    fetched, cut to the rows asked, and let go before the next)."""
-    shape, strides, dtype, lo, hi, bounds, off = spec
-    if not blocks or math.prod(shape) == 0:
-        return np.empty(shape, dtype)
-    pieces = []
-    for (a, z), b in zip(bounds, blocks):
-        b = b() if type(b) is Recipe else b
-        cut = b[max(lo - a, 0):min(hi, z) - a]
-        pieces.append(cut if len(blocks) == 1 else cut.copy())
-        del b
-    rows = np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.concatenate(pieces))
-    return np.ndarray(shape, dtype, buffer=rows, offset=off, strides=strides)
-
-
-def _leaf_args(client, b: Buffer, shared: set, sent: dict):
-    """A chunk leaf's value as a task argument: a view of a Remote as the blocks that cover
-    it (Dask moves them; tasks go where they are), a value every chunk reads as one future,
-    a chunk's own rows in its task."""
-    at = _remote_rows(b.value)
-    if at is not None:
-        r, lo, hi, off = at
-        blocks = [(a, z, f) for a, z, f in r.blocks if a < hi and z > lo]
-        made = []
-        for k, (a, z, f) in enumerate(blocks):
-            # a block every chunk reads, or one this chunk reads only part of (the next
-            # chunks read the rest), is made once, as a task; one this chunk reads whole is
-            # made in its task
-            if type(f) is Recipe and (id(b) in shared or a < lo or z > hi):
-                if id(f) not in sent:
-                    sent[id(f)] = client.submit(f, pure=False)
-                    made.append(sent[id(f)])
-                blocks[k] = (a, z, sent[id(f)])
-        if made:  # on every worker: else Dask runs every chunk that reads them where they
-            client.replicate(made)  # were made
-        v = b.value
-        spec = (v.shape, v.strides, v.dtype, lo, hi, [(a, z) for a, z, _ in blocks], off)
-        return ("rows", spec, [f for _, _, f in blocks])
-    if id(b) not in shared:
-        if mapped.frozen(b.value):  # a mapped file's rows: read into the task, pages dropped
-            rows = np.array(b.value)
-            mapped.release([b.value])
-            return ("value", rows)
-        return ("value", b.value)
-    if id(b) not in sent:  # a task's result, not scattered data: made again if it is lost
-        sent[id(b)] = client.submit(_same, b.value, pure=False)
-    return ("value", sent[id(b)])
-
-
-def _same(value):
-    return value
 
 
 def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
@@ -292,21 +257,90 @@ def _read_rows(path: str, lo: int, hi: int) -> np.ndarray:
 
 
 def arange(args: tuple, dtype) -> "Remote | None":
-    """np.arange of Python ints of at least the cluster's remote_bytes as a value of the
-    cluster's, block i NumPy's arange over its part of the range (the same integers), or
-    None where it is made here (floats: NumPy's fill rounds by the whole range)."""
+    """np.arange of Python numbers of at least the cluster's remote_bytes as a value of the
+    cluster's (block i: NumPy's values over its part of the range), or None where it is made
+    here."""
     on = active()
-    if on is None or not 1 <= len(args) <= 3 or \
-            not all(type(a) is int and abs(a) < 2**62 for a in args):
+    if on is None or not 1 <= len(args) <= 3:
         return None
-    r = range(*args)
-    dt = np.dtype(np.int64 if dtype is None else dtype)  # (NumPy's for such ints)
-    if dt.kind not in "iuf" or dt.kind == "f" and any(abs(a) >= 2**52 for a in args):
+    if all(type(a) is int and abs(a) < 2**62 for a in args):
+        r = range(*args)
+        dt = np.dtype(np.int64 if dtype is None else dtype)  # (NumPy's for such ints)
+        if dt.kind not in "iuf" or dt.kind == "f" and any(abs(a) >= 2**52 for a in args):
+            return None
+        recipe = lambda lo, hi: Recipe(  # noqa: E731
+            np.arange, r[lo], r[lo] + (hi - lo) * r.step, r.step, dt)
+        n = len(r)
+    elif all(type(a) in (int, float) and math.isfinite(a) for a in args):
+        start, stop, step = {1: (0, *args, 1), 2: (*args, 1), 3: args}[len(args)]
+        dt = np.dtype(np.float64 if dtype is None else dtype)
+        if dt not in (np.float32, np.float64) or not step:
+            return None
+        n = max(0, math.ceil((stop - start) / step))  # (NumPy's length, in doubles)
+        recipe = lambda lo, hi: Recipe(_float_range, start, step, lo, hi, dt)  # noqa: E731
+    else:
         return None
-    if len(r) * dt.itemsize < on.remote_bytes:
+    if n * dt.itemsize < on.remote_bytes:
         return None
-    return Remote((len(r),), dt, _blocks(on, len(r), dt.itemsize, lambda lo, hi: Recipe(
-        np.arange, r[lo], r[lo] + (hi - lo) * r.step, r.step, dt)), on.client)
+    return Remote((n,), dt, _blocks(on, n, dt.itemsize, recipe), on.client)
+
+
+def _float_range(start, step, lo: int, hi: int, dt: np.dtype) -> np.ndarray:
+    """np.arange(start, stop, step, dt)[lo:hi]: NumPy writes start and start + step, then
+    fills value i as first + i * (second - first) in dt."""
+    first, second = dt.type(start), dt.type(start + step)
+    out = np.arange(lo, hi, dtype=np.int64).astype(dt)
+    out *= second - first
+    out += first
+    if lo <= 0 < hi:
+        out[-lo] = first
+    if lo <= 1 < hi:
+        out[1 - lo] = second
+    return out
+
+
+def linspace(start, stop, num, endpoint: bool, dtype, axis) -> "tuple[Remote, float] | None":
+    """np.linspace of Python numbers with at least the cluster's remote_bytes as a value of
+    the cluster's and its step, or None where it is made here."""
+    on = active()
+    if on is None or type(num) is not int or num < 2 or axis not in (0, -1) or not all(
+            type(v) in (int, float) and math.isfinite(v) and abs(v) < 2**52
+            for v in (start, stop)):
+        return None
+    dt = np.dtype(np.float64 if dtype is None else dtype)
+    if dt.kind not in "iuf" or dt.itemsize * num < on.remote_bytes:
+        return None
+    if dt.kind in "iu":  # (no value outside the type: NumPy's cast would warn)
+        info = np.iinfo(dt)
+        if not (info.min < min(start, stop) - 1 and max(start, stop) + 1 < info.max):
+            return None
+    div = num - 1 if endpoint else num
+    step = np.subtract(np.asarray(stop), np.asarray(start), dtype=np.float64) / div
+    return Remote((num,), dt, _blocks(on, num, dt.itemsize, lambda lo, hi: Recipe(
+        _linspace_rows, start, stop, num, endpoint, dt, lo, hi)), on.client), step
+
+
+def _linspace_rows(start, stop, num: int, endpoint: bool, dt: np.dtype, lo: int,
+                   hi: int) -> np.ndarray:
+    """np.linspace(start, stop, num, endpoint, dtype=dt)[lo:hi], as NumPy computes it:
+    arange(num) * step + start in float64 (over the whole range where the step is 0: a
+    denormal one), the endpoint set to stop, floored for an integer dtype."""
+    div = num - 1 if endpoint else num
+    start, stop = np.asarray(start), np.asarray(stop)
+    delta = np.subtract(stop, start, dtype=np.float64)
+    step = delta / div
+    y = np.arange(lo, hi, dtype=np.int64).astype(np.float64)
+    if step == 0:
+        y /= div
+        y *= delta
+    else:
+        y *= step
+    y += start
+    if endpoint and lo <= num - 1 < hi:
+        y[num - 1 - lo] = stop
+    if dt.kind in "iu":
+        np.floor(y, out=y)
+    return y.astype(dt, copy=False)
 
 
 # the draws a cluster makes on its workers: every parameter but `size` a scalar
@@ -346,158 +380,3 @@ def draw(gen, name: str, args: tuple, kwargs: dict):
 
 def _draw_block(bitgen, seed, name: str, kwargs: dict) -> np.ndarray:
     return getattr(np.random.Generator(bitgen(seed)), name)(**kwargs)
-
-
-# ---------------------------------------------------------------- on a worker
-
-_COUNTERS = [f for f in Stats.__dataclass_fields__]
-
-
-# the engine's chunk task (tracer.engine.chunk_task: a worker unpickles it by that name, which
-# loads the engine there), set when the engine loads
-TASK: list = [None]
-
-
-def run_task(execute, data: bytes, budget: Budget, where: str, n_deps: int, specs: list,
-             *args) -> dict:
-    """Run one chunk's graph on a worker (`execute`: the engine's) under its budget: its
-    outputs as NumPy arrays (those after the first `n_deps` also as the partials to combine),
-    and what it added to the worker's counters. `specs`, one per
-    leaf, say how its value comes from `args`: as it is, or a view of the blocks of rows that
-    follow (_leaf_args)."""
-    import numba
-    from distributed import get_worker  # (Dask is imported where a cluster is used)
-    # the kernels' threads are the worker's (threads_per_worker), as Dask sets BLAS's to 1:
-    # a worker does not take the cores of the others on its host (per thread in Numba)
-    numba.set_num_threads(max(1, min(get_worker().state.nthreads, numba.config.NUMBA_NUM_THREADS)))
-    before = [getattr(STATS, f) for f in _COUNTERS]
-    _ON_WORKER.on = True
-    try:
-        values, at = [], 0
-        for kind, spec, n in specs:
-            values.append(args[at] if kind == "value" else _from_rows(spec, *args[at:at + n]))
-            at += n
-        roots = unpack(data, values)
-        with memory_budget(budget.limit, budget.split_size):
-            bufs = execute(roots)
-        out = [np.array(to_host(b), copy=False) for b in bufs]
-    except MemoryBudgetError as e:
-        raise MemoryBudgetError(f"tracer.cluster: {where}: {e}") from None
-    finally:
-        _ON_WORKER.on = False
-    return {"outs": out, "parts": out[n_deps:],
-            "stats": [getattr(STATS, f) - v for f, v in zip(_COUNTERS, before)]}
-
-
-def _parts(result: dict, n: int) -> dict:
-    return {"parts": result["outs"][n:], "stats": result["stats"]}
-
-
-def _combine(ufuncs, dtypes, a: dict, b: dict) -> dict:
-    parts = [uf(x, y).astype(dt) for uf, dt, x, y in zip(ufuncs, dtypes, a["parts"], b["parts"])]
-    return {"parts": parts, "stats": [x + y for x, y in zip(a["stats"], b["stats"])]}
-
-
-# ---------------------------------------------------------------- on the client
-
-_IDS = itertools.count()
-
-
-def run_chunks(st, rows: int, src_rows, realized, outs, partial, shared: set,
-               names: str) -> list | None:
-    """budgeted.run_split's chunk stage on the cluster: chunk tasks in flight a few per
-    worker; each chunk's rows of the row-wise outputs written into `outs` as it comes back
-    (or, `outs` None, kept on the cluster: their Remotes are returned); the reductions'
-    partials combined on the cluster in chunk order into `partial`. `shared`: ids of the
-    buffers every chunk reads whole (sent once), `names`: the chunk's kernels."""
-    from distributed import as_completed  # (Dask is imported where a cluster is used)
-    cl = active()
-    client = cl.client
-    split = st.split
-    n_deps = len(st.deps)
-    sent: dict[int, object] = {}  # id(a shared buffer or a block's Recipe) -> its future
-    # id(a Recipe of a split source's block) -> the block's end row
-    source = split.source.attr("buf") if split.source.op == "input" else None
-    passed = {id(f): z for _, z, f in source.blocks} if type(source) is Remote else {}
-    token = f"{next(_IDS)}-{uuid.uuid4().hex[:8]}"
-    starts = iter(range(0, split.rows, rows))
-    parts: list = []
-    start_of: dict[str, int] = {}  # a rows future's key -> the chunk's first row
-    pending = as_completed()
-    window = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info()["workers"]))
-    keep = None if outs is not None else [[] for _ in st.deps]
-    if keep:  # nothing comes back: every chunk is sent now, Dask places them
-        window = split.rows
-
-    def submit(lo: int) -> None:
-        for k in [k for k, f in sent.items() if k in passed and passed[k] <= lo]:
-            del sent[k]  # a block behind this chunk: its tasks hold it while they need it
-        g = st.chunk_graph(rows, lo, src_rows, realized)
-        data, bufs = pack(g)
-        specs, args = [], []
-        for b in bufs:  # (a chunk's rows go in its task: sent again if a worker dies)
-            kind, spec, *futs = _leaf_args(client, b, shared, sent)
-            if kind == "value":
-                specs.append(("value", None, 1))
-                args.append(spec)
-            else:
-                specs.append(("rows", spec, len(futs[0])))
-                args.extend(futs[0])
-        hi = min(lo + rows, split.rows)
-        where = f"the chunk of rows {lo}:{hi} of {split.source.dtype}{list(split.source.shape)}"
-        fut = client.submit(TASK[0], data, cl.worker_budget, where, n_deps, specs, *args,
-                            key=f"tracer-{names}-{token}-{lo}", pure=False)
-        if keep:  # the rows stay on the cluster: blocks of Remote results
-            parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
-            for j, blocks in enumerate(keep):
-                blocks.append((lo, hi, client.submit(_pick, fut, j,
-                                                     key=f"tracer-out{j}-{token}-{lo}")))
-            return
-        # the partials' tree starts at the chunk's task itself where it holds no rows; where
-        # it does, at a task that keeps the partials only (the rows come here and go); with
-        # rows and no partials, nothing keeps the chunk's task once its rows are here
-        if not n_deps:
-            parts.append(fut)
-        elif st.cuts:
-            parts.append(client.submit(_parts, fut, n_deps, key=f"tracer-parts-{token}-{lo}"))
-        start_of[fut.key] = lo
-        pending.add(fut)
-
-    for lo in itertools.islice(starts, window):
-        submit(lo)
-    stats = [0] * len(_COUNTERS)  # the workers' counters, added up
-    for fut in pending:
-        if n_deps:  # a chunk's rows, written where they go as it comes back
-            lo = start_of[fut.key]
-            hi = min(lo + rows, split.rows)
-            got = fut.result()
-            for out, (_, ax), v in zip(outs, st.deps, got["outs"]):
-                splitter.row_block(out, ax, lo, hi)[...] = v
-            if not st.cuts:  # (else they come with the partials)
-                stats = [x + y for x, y in zip(stats, got["stats"])]
-            del got
-            fut.release()  # (a partials' task holds what it needs)
-        nxt = next(starts, None)
-        if nxt is not None:
-            submit(nxt)
-    if st.cuts or not n_deps:
-        ufuncs = [OPS[c.op].ufunc for c in st.cuts]
-        dtypes = [c.dtype for c in st.cuts]
-        while len(parts) > 1:  # a balanced tree, in chunk order
-            parts = [client.submit(_combine, ufuncs, dtypes, parts[i], parts[i + 1],
-                                   key=f"tracer-combine-{token}-{len(parts)}-{i}")
-                     if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-        total = parts[0].result()
-        for j, v in enumerate(total["parts"]):
-            partial[j] = v
-        stats = total["stats"]
-    for f, v in zip(_COUNTERS, stats):
-        if f not in ("planned_peak_bytes", "measured_peak_bytes"):
-            setattr(STATS, f, getattr(STATS, f) + v)
-    if keep is None:
-        return None
-    return [Remote(r.shape, r.dtype, blocks, client) for (r, _), blocks in zip(st.deps, keep)]
-
-
-def _pick(result: dict, j: int) -> np.ndarray:
-    return result["outs"][j]

@@ -23,7 +23,7 @@ from tracer.ir.stats import STATS
 from tracer.opt.buffer_assignment import memory_plan
 from tracer.opt.pipeline import optimize
 from tracer.opt.rewrite import rebuild, with_inputs
-from . import budget, budgeted, dask_cluster, debug, plans
+from . import budget, budgeted, dask_cluster, dask_tasks, debug, plans
 
 
 def backend() -> str:
@@ -312,6 +312,7 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
 def _on_cluster(roots: list[Node]) -> list:
     """A graph that reads values held on a Dask cluster: split along the rows of one of them,
     each chunk a task beside its rows (tracer/dask_cluster.py)."""
+    roots = dask_cluster.slices_as_leaves(roots)
     split, first = dask_cluster.split_of(roots)
     if split is None:  # reductions whose results meet the rows again (x - x.mean()): first
         done = {id(n): make("input", (), n.shape, n.dtype, (("buf", b),))
@@ -325,10 +326,10 @@ def _on_cluster(roots: list[Node]) -> list:
 
 def chunk_task(*args) -> dict:
     """One chunk of a tracer.cluster evaluation, on a worker (sent by this name)."""
-    return dask_cluster.run_task(execute, *args)
+    return dask_tasks.run_task(execute, *args)
 
 
-dask_cluster.TASK[0] = chunk_task
+dask_tasks.TASK[0] = chunk_task
 
 
 def run(program, bind, graph, split=None) -> list:

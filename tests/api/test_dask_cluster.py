@@ -11,7 +11,7 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-from tracer.ir.wire import pack, unpack
+from tracer.ir.wire import leaves, pack, unpack
 from tracer.ir.node import Buffer, make
 
 pytestmark = pytest.mark.lazy
@@ -33,6 +33,12 @@ def test_a_graph_travels_as_data_however_deep():
         want = want + h * 2 if i % 2 else want - h * 2
     numpy.testing.assert_array_equal(got[1], h * 2)
     numpy.testing.assert_allclose(got[0], want, rtol=1e-12)
+    # graphs of one structure (chunks of one size) list their leaves in the same order
+    other = numpy.ones_like(h)
+    again = make("input", (), h.shape, h.dtype, (("buf", Buffer(other)),))
+    y = make("add", (make("negate", (again,), h.shape, h.dtype), leaf), h.shape, h.dtype)
+    assert [b.value for b in leaves([y])] == [other, h]
+    assert [b.value for b in pack([y])[1]] == [other, h]
     fused = make("negate", (leaf,), h.shape, h.dtype, (("body", x),))  # a node in an attribute
     with pytest.raises(TypeError, match="only recorded graphs"):
         pack([fused])
@@ -56,18 +62,24 @@ def _dist(m, x, y):
 
 
 def test_chunks_run_on_the_workers_with_numpy_answers(client):
+    import distributed
     hx, hy = H[:1500, :8], H[5000:7000, :8]
     x, y = np.asarray(hx), np.asarray(hy)
     before = tracer.stats()
     chunks, evals = before.split_chunks, before.evaluations
-    with tracer.cluster(client, budget="1 MiB") as cl:
+    with tracer.cluster(client, budget="1 MiB") as cl, \
+            distributed.get_task_stream(client) as ts:
         cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 19)
-        nearest = numpy.asarray(_dist(np, x, y).min(1))  # rows written back as chunks finish
+        nearest = numpy.asarray(_dist(np, x, y).min(1))  # rows written back as tasks finish
         total = float(_dist(np, x, y * 2).sum())  # partials combined on the cluster
     numpy.testing.assert_allclose(nearest, _dist(numpy, hx, hy).min(1), rtol=1e-9, atol=1e-12)
     assert total == pytest.approx(_dist(numpy, hx, hy * 2).sum(), rel=1e-12)
     n = tracer.stats().split_chunks - chunks
     assert n >= 8
+    # a task runs several chunks (the room beside a chunk holds their rows), fewer at the end
+    tasks = [t["key"] for t in ts.data if t["key"].startswith("tracer-") and
+             not t["key"].startswith(("tracer-parts-", "tracer-combine-"))]
+    assert 4 <= len(tasks) <= n // 2
     # the workers' evaluations (one per chunk) are added to the client's counters
     assert tracer.stats().evaluations - evals >= n + 2
 
@@ -113,6 +125,30 @@ def test_a_chunk_that_cannot_fit_a_worker_raises_before_running(client):
         cl.worker_budget = cl.worker_budget._replace(limit=64, split_size=16)
         with pytest.raises(tracer.MemoryBudgetError, match="smallest budget"):
             float(_dist(np, a, a).sum())
+
+
+def test_a_chunk_over_its_workers_budget_raises_naming_it_and_the_cluster_goes_on(
+        client, monkeypatch):
+    """The client plans chunks that fit a worker; where a worker's own plan of its chunk
+    does not fit its budget (here: the client's sizing made to think 500 rows fit), the
+    worker's MemoryBudgetError names the chunk, reaches the user's line, and the tasks left
+    are cancelled."""
+    from tracer import budgeted
+    h = H[:2000, :8]
+    a = np.asarray(h)
+    monkeypatch.setattr(budgeted, "_chunk_rows", lambda *args: (500, 0))
+    with tracer.cluster(client, budget="1 MiB") as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=64, split_size=16)
+        with pytest.raises(tracer.MemoryBudgetError,
+                           match=r"tracer.cluster: the chunk of rows \d+:\d+ of "
+                                 r"float64\[2000, 1, 8\]: .*smallest budget"):
+            float(_dist(np, a, a).sum())
+    monkeypatch.undo()
+    assert not client.processing() or not any(client.processing().values())
+    with tracer.cluster(client, budget="1 MiB") as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 19)
+        got = float(_dist(np, a, a).sum())
+    assert got == pytest.approx(_dist(numpy, h, h).sum(), rel=1e-12)
 
 
 def _blocks_of(seed, shape, rows_per):
@@ -177,3 +213,82 @@ def test_load_and_arange_make_values_of_the_cluster(client, tmp_path):
         assert int(r.sum()) == int(want.sum()) and int((r % 5).max()) == 4
         small = np.arange(10)  # under remote_bytes: made here
         assert type(small._var.node.attr("buf")) is not Remote
+
+
+def _cuts(n):
+    return sorted({0, 1, 2, n // 3, n - 1, n})
+
+
+@pytest.mark.parametrize("dt", [numpy.float64, numpy.float32])
+def test_float_arange_blocks_hold_numpys_values(dt):
+    """Block i of a float arange made on a worker: NumPy's values, bit for bit (NumPy fills
+    start + i * (second - first) in the dtype)."""
+    from tracer.dask_cluster import _float_range
+    rng = numpy.random.default_rng(3)
+    cases = [(0.1, 0.7 * 10**5, 0.7), (-3.3, 5.5, 1e-4), (1e8, 1e8 + 10**5 * 0.3, 0.3),
+             (2.0**24 - 1500.5, 2.0**24 + 1500, 1.0), (1, -1.0, -1e-5), (3, 10**4, 0.1)]
+    for _ in range(20):
+        start, step = float(rng.uniform(-1e4, 1e4)), float(rng.uniform(1e-3, 10))
+        cases.append((start, start + int(rng.integers(3, 5000)) * step, step))
+    for start, stop, step in cases:
+        want = numpy.arange(start, stop, step, dtype=dt)
+        got = numpy.concatenate([_float_range(start, step, a, z, numpy.dtype(dt))
+                                 for a, z in zip(_cuts(len(want)), _cuts(len(want))[1:])])
+        numpy.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dt", [numpy.float64, numpy.float32, numpy.int64, numpy.int16])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_blocks_hold_numpys_values(dt, endpoint):
+    from tracer.dask_cluster import _linspace_rows
+    rng = numpy.random.default_rng(4)
+    cases = [(0, 1, 10**5), (0.0, 1e-310, 1000), (-5, 7, 12345), (3, 3, 100), (7, -200, 999)]
+    for _ in range(10):
+        cases.append((float(rng.uniform(-1e3, 1e3)), float(rng.uniform(-1e3, 1e3)),
+                      int(rng.integers(2, 5000))))
+    for start, stop, num in cases:
+        want = numpy.linspace(start, stop, num, endpoint, dtype=dt)
+        got = numpy.concatenate([_linspace_rows(start, stop, num, endpoint, numpy.dtype(dt), a, z)
+                                 for a, z in zip(_cuts(num), _cuts(num)[1:])])
+        numpy.testing.assert_array_equal(got, want)
+
+
+def test_linspace_and_float_arange_are_made_on_the_workers(client):
+    from tracer.dask_cluster import Remote
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x, step = np.linspace(-2, 3.5, 300_001, retstep=True)  # 2.4 MB: blocks on the workers
+        r = np.arange(0.25, 0.25 + 0.1 * 400_000, 0.1, dtype=numpy.float32)
+        assert type(x._var.node.attr("buf")) is Remote and type(r._var.node.attr("buf")) is Remote
+        hx, hstep = numpy.linspace(-2, 3.5, 300_001, retstep=True)
+        hr = numpy.arange(0.25, 0.25 + 0.1 * 400_000, 0.1, dtype=numpy.float32)
+        assert step == hstep and r.shape == hr.shape and r.dtype == hr.dtype
+        assert float(x.sum()) == pytest.approx(hx.sum(), rel=1e-12)
+        assert float(np.abs(x - 0.3).min()) == numpy.abs(hx - 0.3).min()  # every value
+        assert float(np.abs(r - 77.7).min()) == numpy.abs(hr - 77.7).min()
+        with tracer.memory_budget("8 MiB"):  # gathered: NumPy's values
+            numpy.testing.assert_array_equal(numpy.asarray(x), hx)
+            numpy.testing.assert_array_equal(numpy.asarray(r), hr)
+        small = np.linspace(0, 1, 11)  # under remote_bytes: made here
+        assert type(small._var.node.attr("buf")) is not Remote
+
+
+def test_slices_of_a_value_of_the_cluster_split_by_their_rows(client):
+    """x[a:b] of a value held on the cluster is a split source of its own (its rows read from
+    the blocks that cover them), also beside another slice of the same value."""
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x = np.random.default_rng(7).standard_normal((40000, 8))
+        h = _blocks_of(7, (40000, 8), x._var.node.attr("buf").blocks[0][1])
+        before = tracer.stats().split_chunks
+        assert float((x[10000:30000] ** 2).sum()) == pytest.approx((h[10000:30000] ** 2).sum(),
+                                                                    rel=1e-12)
+        assert tracer.stats().split_chunks - before > 1
+        numpy.testing.assert_array_equal(numpy.asarray((x[100:39000] - x[:38900]).max(1)),
+                                         (h[100:39000] - h[:38900]).max(1))
+        numpy.testing.assert_array_equal(numpy.asarray((x[::3, 2:] * 2).sum(1)),
+                                         (h[::3, 2:] * 2).sum(1))
+        numpy.testing.assert_array_equal(numpy.asarray((x[::-1][5:] + 1).min(0)),
+                                         (h[::-1][5:] + 1).min(0))
