@@ -12,6 +12,7 @@ import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels import backends
 from tracer.ir.config import context
+from tracer.ir.stats import STATS
 
 from counters import Delta
 
@@ -194,3 +195,19 @@ def test_counters_show_in_explain_and_debug_output(capsys):
     with context(debug=1):
         tracer.evaluate(a * b + 1)
     assert "[tracer] device run: 1 launches, 0 host waits" in capsys.readouterr().err
+
+
+def test_jit_replay_launches_its_kernels_without_tracing_or_planning():
+    """tracer.jit on cuda: a replay binds the new buffers and launches the plan's kernels (one
+    fused reduction here) with no tracing, no optimizer, no upload and no wait."""
+    hs, (a, b, *_) = _inputs()
+    f = tracer.jit(lambda x, y: (x * y + x).sum(-1))
+    for _ in range(2):  # the first traces and plans (or finds the plan cached)
+        f(a, b)
+    trace, opt = STATS.trace_s, STATS.optimize_s
+    with Delta() as run:
+        r = f(a, b)
+        tracer.evaluate(r)
+    assert (run.kernels_launched, run.host_waits, run.h2d_bytes) == (1, 0, 0)
+    assert (STATS.trace_s, STATS.optimize_s) == (trace, opt)
+    numpy.testing.assert_allclose(numpy.asarray(r), (hs[0] * hs[1] + hs[0]).sum(-1), rtol=1e-5)
