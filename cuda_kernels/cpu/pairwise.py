@@ -21,31 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.ir.node import Node
-from tracer.ir.registry import OPS
 from ..emit import tname
+from ..planning import PAIRWISE_LEAF, float_sum, run_axes
 
-LEAF = 128       # numpy's PW_BLOCKSIZE: a run this long or shorter is one leaf
 STACK = 64       # frames: a run of T values nests about log2(T / 64) deep
 SUB_MIN = 1 << 14  # a full sum's parallel subtree holds at least this many values...
 SUB_DEPTH = 6      # ...and there are at most 2**SUB_DEPTH of them
-
-
-def float_sum(red: Node) -> bool:
-    """A float sum (its ufunc is add): NumPy adds it in its dtype, pairwise along runs."""
-    return OPS[red.op].ufunc is np.add and red.inputs[0].dtype.kind == "f"
-
-
-def run_axes(shape: tuple, axes) -> list[int]:
-    """The axes of NumPy's inner loop over a C-ordered operand of `shape`: the reduced axes
-    after the last kept axis longer than 1. Sizes of 1 are static (the kernel key tells 1
-    from n), so this is known when the kernel is generated."""
-    run: list[int] = []
-    for k in range(len(shape) - 1, -1, -1):
-        if k in axes:
-            run.append(k)
-        elif shape[k] != 1:
-            break
-    return run[::-1]
 
 
 def is_pairwise(red: Node, axes) -> bool:
@@ -58,14 +39,16 @@ def scratch_types(dt: np.dtype, threads: int, full: bool
                   ) -> list[tuple[tuple[int, ...], np.dtype]]:
     """(shape, dtype) of a pairwise kernel's scratch: per thread, the frames (start, length,
     phase) and the value stack with a leaf's buffer; a full sum's subtree sums."""
-    out = [((threads, 3, STACK), np.dtype(np.int64)), ((threads, STACK + LEAF), np.dtype(dt))]
+    out = [((threads, 3, STACK), np.dtype(np.int64)),
+           ((threads, STACK + PAIRWISE_LEAF), np.dtype(dt))]
     return out + [((1 << SUB_DEPTH,), np.dtype(dt))] if full else out
 
 
 def _leaf(value, lo: str, ind: str, dt: str) -> list[str]:
     """Lines setting `s` to numpy's pairwise sum of the n values at positions lo..lo+n-1
-    (n <= LEAF); value(pos) gives the statements and name of the value at variable pos. The
-    partials start at -0.0, which adds any value to itself: numpy starts them at the values."""
+    (n <= PAIRWISE_LEAF); value(pos) gives the statements and name of the value at variable
+    pos. The partials start at -0.0, which adds any value to itself: numpy starts them at the
+    values."""
     z = f"{dt}(-0.0)"
     L = [f"{ind}n8 = n - n % 8", f"{ind}q0 = q1 = q2 = q3 = q4 = q5 = q6 = q7 = {z}",
          f"{ind}for i in range({lo}, {lo} + n8, 8):"]
@@ -110,7 +93,7 @@ def run_sum(em, src: Node, j: list[str], run: list[int], start: str, count: str,
     fr = [f"sk[{tid}, {r}, top]" for r in range(3)]  # a frame: start, length, half in progress
     L = [f"{ind}{j[k]} = 0" for k in run if shape[k] == 1]
     L += [f"{ind}top = -1", f"{ind}vp = 0", f"{ind}lo = {start}", f"{ind}n = {count}",
-          f"{ind}while True:", f"{ind}    if n > {LEAF}:",
+          f"{ind}while True:", f"{ind}    if n > {PAIRWISE_LEAF}:",
           f"{ind}        top += 1", f"{ind}        {fr[0]} = lo", f"{ind}        {fr[1]} = n",
           f"{ind}        {fr[2]} = 0", f"{ind}        n2 = n // 2", f"{ind}        n = n2 - n2 % 8",
           f"{ind}        continue"]

@@ -3,7 +3,7 @@ generated in two forms:
 
 - `<name>_t`, a thread per output: the thread walks its output's reduced elements in NumPy's
   order, so the result is NumPy's to the bit. NumPy reduces a C-ordered operand with size-1
-  axes dropped: the trailing run of reduced axes (`trailing_run`) is its inner loop, which
+  axes dropped: the trailing run of reduced axes (planning.run_axes) is its inner loop, which
   float sums add pairwise (numpy's `pairwise_sum`: below 8 values in sequence; up to 128 in 8
   interleaved partials, combined ((0+1)+(2+3))+((4+5)+(6+7)), then the rest in sequence); the
   runs are added to the output in order, from +0.0. Other reductions (products, max, arg-
@@ -31,35 +31,17 @@ import math
 import numpy as np
 
 from tracer.ir.node import Node
-from tracer.ir.registry import OPS
 from ..emit import tname
-from ..planning import acc_dtype, combine_expr, combine_text, ident_literal, reduce_layout
+from ..planning import (PAIRWISE_LEAF, acc_dtype, combine_expr, combine_text, float_sum,
+                        ident_literal, reduce_layout, run_axes)
 from .codegen import NB_TYPES, _arg_pick, _in_order, _unflatten
 
-PAIRWISE_LEAF = 128   # numpy's PW_BLOCKSIZE: a run this long or shorter is one leaf
 THREAD_MAX_RED = 4096  # a thread per output walks at most this many values...
 THREAD_MIN_OUT = 4096  # ...and does so past short runs only where outputs fill the device
 SHORT_RED = 64         # a run this short always gets a thread per output
 WARP_MAX_RED = 8192    # a warp per output up to this many values...
 WARP_MIN_OUT = 32      # ...where there are this many outputs (else blocks of partials)
 FORCE: str | None = None  # tests set "thread" or "block" to run one form everywhere it can
-
-
-def pairwise(red: Node) -> bool:
-    """A float sum: numpy adds its inner run pairwise, in the sum's dtype."""
-    return OPS[red.op].ufunc is np.add and red.dtype.kind == "f"
-
-
-def trailing_run(shape: tuple, axes) -> int:
-    """The length of numpy's inner reduction loop over a C-ordered operand of `shape`: the
-    reduced axes after the last kept axis longer than 1."""
-    run = 1
-    for k in range(len(shape) - 1, -1, -1):
-        if k in axes:
-            run *= shape[k]
-        elif shape[k] != 1:
-            break
-    return run
 
 
 def partial_dtype(red: Node) -> np.dtype:
@@ -79,7 +61,8 @@ def strategy(red: Node, shape: tuple, sim: bool) -> str:
     nred = math.prod(d for k, d in enumerate(shape) if k in axes)
     nout = math.prod(d for k, d in enumerate(shape) if k not in axes)
     # numpy's order in one thread: a float sum's inner run must fit one pairwise leaf
-    in_order = not (pairwise(red) and trailing_run(shape, axes) > PAIRWISE_LEAF)
+    in_order = not (float_sum(red) and
+                    math.prod(shape[k] for k in run_axes(shape, axes)) > PAIRWISE_LEAF)
     if FORCE:
         return FORCE if FORCE != "thread" or in_order else "block"
     if in_order and (sim or nred <= SHORT_RED or
@@ -104,7 +87,7 @@ def gen_thread(em, body: Node, name: str) -> str:
     """`<name>_t`: a thread per output, numpy's order (module docstring)."""
     red, src, axes, j, kept, redax, is_arg = reduce_layout(body)
     p = src.ndim
-    pw = pairwise(red)
+    pw = float_sum(red)
     acc = red.dtype if pw else acc_dtype(red)
     acc_t = tname(acc)
     combine = combine_text(red)
@@ -143,13 +126,8 @@ def gen_thread(em, body: Node, name: str) -> str:
         L += _epilogue(em, body, red, j, kept, f"{tname(red.dtype)}(acc)", "        ")
         return "\n".join(L)
     # numpy's pairwise leaf over each run of T values, the runs added in order
-    run = ["T = 1"]
-    for k in reversed(redax):
-        longer = [f"m{q} != 1" for q in kept if q > k]
-        run.append(f"if not ({' or '.join(longer)}):" if longer else "if True:")
-        run.append(f"    T *= m{k}")
     z = f"{acc_t}(-0.0)"
-    L += ["        " + s for s in run]
+    L.append(f"        T = {' * '.join(f'm{k}' for k in run_axes(src.shape, axes)) or '1'}")
     L += ["        for lo in range(0, nred, max(T, 1)):",  # (T is 0 only where nred is)
           "            n8 = T - T % 8",
           f"            q0 = q1 = q2 = q3 = q4 = q5 = q6 = q7 = {z}",

@@ -14,6 +14,7 @@ import tracer.numpy as np
 from counters import Delta
 from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda import reduce as forms
+from tracer.cuda_kernels.planning import run_axes
 from tracer.ir.config import context
 
 pytestmark = pytest.mark.lazy
@@ -137,12 +138,12 @@ def test_form_by_shape_on_a_device():
     assert pick(red((4, 4096), 1), (4, 4096)) == "block"               # few of them
 
 
-def test_trailing_run_is_numpys_inner_loop():
-    assert forms.trailing_run((6, 24), (1,)) == 24
-    assert forms.trailing_run((6, 24), (0,)) == 1
-    assert forms.trailing_run((9, 1), (0,)) == 9      # size-1 axes are dropped
-    assert forms.trailing_run((3, 5, 7), (0, 2)) == 7
-    assert forms.trailing_run((2, 3, 4), (0, 1, 2)) == 24
+def test_run_axes_are_numpys_inner_loop():
+    assert run_axes((6, 24), (1,)) == [1]
+    assert run_axes((6, 24), (0,)) == []
+    assert run_axes((9, 1), (0,)) == [0]      # size-1 axes are dropped
+    assert run_axes((3, 5, 7), (0, 2)) == [2]
+    assert run_axes((2, 3, 4), (0, 1, 2)) == [0, 1, 2]
 
 
 def test_min_distance_at_d3_is_one_kernel_without_an_n_by_m_buffer():
