@@ -8,14 +8,10 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.ir.node import Node, toposort
-from tracer.ir.registry import (ACC_ARG, ACC_WIDE, CHEAP_OPS, OPS, fusion_outputs,
-                               is_inline_reduce, reduce_identity)
+from tracer.ir.registry import (ACC_ARG, ACC_WIDE, CHEAP_OPS, OPS, Kind, fusion_outputs,
+                               is_kind, reduce_identity)
+from tracer.ir.registry import is_kernel_reduce as is_reduce
 from .emit import Emitter, literal
-
-
-def is_reduce(n: Node) -> bool:
-    """A reduction the kernel is built around (the emitter unrolls inline ones in place)."""
-    return n.op in OPS and OPS[n.op].kind.value == "reduce" and not is_inline_reduce(n)
 
 
 def find_reduce(body: Node) -> Node | None:
@@ -30,7 +26,8 @@ def is_flat(body: Node) -> bool:
     shape = fusion_outputs(body)[0].shape
     nodes = toposort([body])
     return all(n.op not in ("broadcast_to", "transpose", "reshape", "chunk") and
-               (n.op not in OPS or OPS[n.op].kind.value != "reduce") and (n.op not in ("param", "tuple") or n.shape == shape)
+               not is_kind(n, Kind.REDUCE) and  # (inline reductions too: not flat)
+               (n.op not in ("param", "tuple") or n.shape == shape)
                for n in nodes if n is not body or n.op != "tuple") and \
         all(o.shape == shape for o in fusion_outputs(body))
 

@@ -154,6 +154,11 @@ def is_inline_reduce(n: Any) -> bool:
     return is_kind(n, Kind.REDUCE) and n.attr("inline") is not None
 
 
+def is_kernel_reduce(n: Any) -> bool:
+    """A reduction a kernel is built around (not one its body computes inline)."""
+    return is_kind(n, Kind.REDUCE) and not is_inline_reduce(n)
+
+
 def leaf_const(n: Any) -> Any:
     """The node under n's chain of views."""
     while OPS[n.op].props.view:

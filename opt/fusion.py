@@ -18,7 +18,8 @@ import math
 
 from tracer.ir.node import Node, make, users
 from tracer.ir.catalogue import unit_reshape
-from tracer.ir.registry import OPS, Kind, fusion_outputs, is_inline_reduce, is_kind, is_leaf
+from tracer.ir.registry import OPS, Kind, fusion_outputs, is_kind, is_leaf
+from tracer.ir.registry import is_kernel_reduce as is_reduce
 from .rewrite import order_of
 
 MAX_GROUP = 64
@@ -49,11 +50,6 @@ def has_kernel(n: Node) -> bool:
     if is_remap(n):
         return n.dtype.kind in "biuf" and n.dtype.itemsize != 2
     return False
-
-
-def is_reduce(n: Node) -> bool:
-    """A reduction a kernel is built around (not one its body computes inline)."""
-    return is_kind(n, Kind.REDUCE) and not is_inline_reduce(n)
 
 
 def _short(n: Node) -> bool:
