@@ -40,6 +40,23 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture
+def cuda_sim():
+    """The test runs on the cuda backend under Numba's simulator (`usefixtures("cuda_sim")`)."""
+    with context(backend="cuda", cuda_sim=True):
+        yield
+
+
+@pytest.fixture
+def no_host(monkeypatch):
+    """Fail if any node round-trips through the cuda backend's host interpreter."""
+    import tracer.cuda_kernels.cuda.backend as cuda_mod
+
+    def boom(n, args):
+        raise AssertionError(f"{n.op} ran on the host")
+    monkeypatch.setattr(cuda_mod, "eval_node", boom)
+
+
 CUDA_DIR = Path(__file__).resolve().parent / "backends" / "cuda"
 
 

@@ -10,17 +10,11 @@ import pytest
 import tracer
 import tracer.numpy as np
 from tracer.cuda_kernels import backends
-from tracer.ir.config import context
 
 from counters import Delta
 
-pytestmark = [pytest.mark.lazy, pytest.mark.cuda]
+pytestmark = [pytest.mark.lazy, pytest.mark.cuda, pytest.mark.usefixtures("cuda_sim")]
 
-
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
 
 
 def _dist(m, x, y):

@@ -20,27 +20,15 @@ from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda.codegen import WIDE, index_bits
 from tracer.cuda_kernels.cuda.transpose import block_swap
 from tracer.cuda_kernels.layout import over_one_element
-from tracer.ir.config import context
 from tracer.ir.stats import STATS
 
-pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+# the backend's kernels are the subject (on the simulator)
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
 DEVICE_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                  "uint64", "float32", "float64"]
 
 
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
-
-
-@pytest.fixture
-def no_host(monkeypatch):
-    """Fail if any node round-trips through the host interpreter."""
-    def boom(n, args):
-        raise AssertionError(f"{n.op} ran on the host")
-    monkeypatch.setattr(cuda_mod, "eval_node", boom)
 
 
 @pytest.fixture

@@ -24,20 +24,10 @@ from tracer.ir.stats import STATS
 
 from counters import Delta
 
-pytestmark = pytest.mark.lazy  # the backend's dispatch is the subject
+# the backend's dispatch is the subject (on the simulator)
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
 
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
-
-
-@pytest.fixture
-def no_host(monkeypatch):
-    def boom(n, args):
-        raise AssertionError(f"{n.op} ran on the host")
-    monkeypatch.setattr(cuda_mod, "eval_node", boom)
 
 
 SCRATCH = 4104  # bytes of scratch the fake argsort asks for (a size nothing else uses)

@@ -11,27 +11,15 @@ import pytest
 
 import tracer
 import tracer.numpy as np
-import tracer.cuda_kernels.cuda.backend as cuda_mod
 from tracer.cuda_kernels import backends
 from tracer.ir import Buffer
 from tracer.ir.config import context
 from tracer.ir.stats import STATS
 
-pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+# the backend's kernels are the subject (on the simulator)
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
 
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
-
-
-@pytest.fixture
-def no_host(monkeypatch):
-    """Fail if any node round-trips through the host interpreter."""
-    def boom(n, args):
-        raise AssertionError(f"{n.op} ran on the host")
-    monkeypatch.setattr(cuda_mod, "eval_node", boom)
 
 
 def _rand(shape, dtype=numpy.float32, seed=0):

@@ -21,13 +21,9 @@ from tracer.ir.config import context
 
 from counters import Delta
 
-pytestmark = pytest.mark.lazy  # the subject is where the backend's values live
+# the subject is where the backend's values live (on the simulator)
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
-
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
 
 
 class SimDeviceArray:

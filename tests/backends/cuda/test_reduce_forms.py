@@ -15,15 +15,9 @@ from counters import Delta
 from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda import reduce as forms
 from tracer.cuda_kernels.planning import run_axes
-from tracer.ir.config import context
 
-pytestmark = pytest.mark.lazy
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
-
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
 
 
 @pytest.fixture

@@ -6,15 +6,10 @@ import numpy
 import pytest
 
 import tracer.numpy as np
-from tracer.ir.config import context
 
-pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+# the backend's kernels are the subject (on the simulator)
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
-
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
 
 
 def _rand(shape, seed=0):

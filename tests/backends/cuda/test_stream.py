@@ -16,13 +16,9 @@ from tracer.ir.stats import STATS
 
 from counters import Delta
 
-pytestmark = pytest.mark.lazy  # the backend's kernels are the subject
+# the backend's kernels are the subject (on the simulator)
+pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
-
-@pytest.fixture(autouse=True)
-def sim():
-    with context(backend="cuda", cuda_sim=True):
-        yield
 
 
 def _inputs(shape=(4, 6), n=4):
