@@ -12,7 +12,7 @@ from typing import Mapping
 import numpy as np
 
 from tracer.ir.node import Node, toposort
-from tracer.ir.registry import OPS, Kind, fusion_outputs, reduce_identity
+from tracer.ir.registry import OPS, Kind, float_sum, fusion_outputs, reduce_identity
 from .helpers import HELPERS, helper_source, needed_helpers
 
 TYPE_NAMES = {"bool": "_b1", "int8": "_i8", "int16": "_i16", "int32": "_i32", "int64": "_i64",
@@ -271,7 +271,7 @@ class Emitter:
             si = tuple(at[a] if a in at else next(kept) for a in range(src.ndim))
             vals.append(f"{t}({self.emit(src, si, out, memo)})")
         res = self.fresh()
-        if d.ufunc is np.add and n.dtype.kind == "f":
+        if float_sum(n):
             out.append(f"{res} = {t}({t}(0.0) + {_pairwise_leaf(vals, t)}){self.note(n)}")
             return res
         comb = d.combine if isinstance(d.combine, str) else d.combine((n.dtype, n.dtype), n.dtype)

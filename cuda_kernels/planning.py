@@ -49,11 +49,6 @@ def acc_dtype(red: Node) -> np.dtype:
 PAIRWISE_LEAF = 128  # numpy's PW_BLOCKSIZE: a run this long or shorter is one leaf
 
 
-def float_sum(red: Node) -> bool:
-    """A float sum (its ufunc is add): NumPy adds it in its dtype, pairwise along runs."""
-    return OPS[red.op].ufunc is np.add and red.inputs[0].dtype.kind == "f"
-
-
 def run_axes(shape: tuple, axes) -> list[int]:
     """The axes of NumPy's inner loop over a C-ordered operand of `shape`: the reduced axes
     after the last kept axis longer than 1. Sizes of 1 are static (the kernel key tells 1

@@ -154,6 +154,11 @@ def is_inline_reduce(n: Any) -> bool:
     return is_kind(n, Kind.REDUCE) and n.attr("inline") is not None
 
 
+def float_sum(red: Any) -> bool:
+    """A float sum (its ufunc is add): NumPy adds it in its dtype, pairwise along runs."""
+    return OPS[red.op].ufunc is np.add and red.inputs[0].dtype.kind == "f"
+
+
 def is_kernel_reduce(n: Any) -> bool:
     """A reduction a kernel is built around (not one its body computes inline)."""
     return is_kind(n, Kind.REDUCE) and not is_inline_reduce(n)

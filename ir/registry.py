@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .opdef import (ACC_ARG, ACC_DTYPE, ACC_LOGICAL, ACC_SELECT, ACC_WIDE, CHEAP_OPS,  # noqa: F401
                     LIBRARY_OPS, OPS, TUPLE_DTYPE, VIEW_OPS, Kind, OpDef, OpNames, Props,
-                    consts_only, fusion_outputs, get, is_inline_reduce, is_kernel_reduce, is_kind,
+                    consts_only, float_sum, fusion_outputs, get, is_inline_reduce, is_kernel_reduce, is_kind,
                     is_leaf, keeps_values, leaf_const,
                     names, reduce_identity, register)
 from . import catalogue, elementwise_ops, library_ops  # noqa: F401  (registers every op)

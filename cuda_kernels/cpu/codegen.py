@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from tracer.ir.node import Node, toposort
-from tracer.ir.registry import ACC_SELECT, OPS, fusion_outputs
+from tracer.ir.registry import ACC_SELECT, OPS, float_sum, fusion_outputs
 from ..base import Gen
 from ..emit import Emitter, tname, unsigned_index
 from .helpers import HELPERS
-from .pairwise import float_sum, gen_pairwise_reduce, is_pairwise, run_sum, scratch_types
+from .pairwise import gen_pairwise_reduce, is_pairwise, run_sum, scratch_types
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, find_reduce,
                         ident_literal, is_reduce, reach, reduce_layout, row_index, row_plan,
                         stores)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.ir.node import Node
+from tracer.ir.registry import float_sum
 from ..emit import tname
-from ..planning import PAIRWISE_LEAF, float_sum, run_axes
+from ..planning import PAIRWISE_LEAF, run_axes
 
 STACK = 64       # frames: a run of T values nests about log2(T / 64) deep
 SUB_MIN = 1 << 14  # a full sum's parallel subtree holds at least this many values...

@@ -32,8 +32,9 @@ import numpy as np
 
 from tracer.ir.node import Node
 from ..emit import tname
-from ..planning import (PAIRWISE_LEAF, acc_dtype, combine_expr, combine_text, float_sum,
-                        ident_literal, reduce_layout, run_axes)
+from tracer.ir.registry import float_sum
+from ..planning import (PAIRWISE_LEAF, acc_dtype, combine_expr, combine_text, ident_literal,
+                        reduce_layout, run_axes)
 from .codegen import NB_TYPES, _arg_pick, _in_order, _unflatten
 
 THREAD_MAX_RED = 4096  # a thread per output walks at most this many values...
