@@ -183,12 +183,13 @@ def fusion(roots: list[Node]) -> list[Node]:
         # of this round's mat: the last round's are final
         groups = _groups(order, use, [n for n in order if id(n) in mat and fusible[id(n)] and
                                       n.op != "reshape"], mat)
+        inlines: dict[int, set[int]] = {}  # group head -> its inline reductions
         for n in reversed(order):
             if id(n) in mat and n.op == "reshape":
                 extra.add(id(n.inputs[0]))
             elif id(n) in groups:
                 members = groups[id(n)]
-                inline = inline_set(members, n)
+                inline = inlines[id(n)] = inline_set(members, n)
                 reds = [m for m in members if is_reduce(m) and id(m) not in inline]
                 if reds and needs_row(members, inline) and \
                         row_layout(members, n, inline) is None:
@@ -220,7 +221,7 @@ def fusion(roots: list[Node]) -> list[Node]:
             new[id(n)] = n if all(a is b for a, b in zip(ins, n.inputs)) else \
                 make(n.op, ins, n.shape, n.dtype, n.attrs)
         else:
-            new[id(n)] = _make_fusion(n, groups[id(n)], new)
+            new[id(n)] = _make_fusion(n, groups[id(n)], inlines[id(n)], new)
     return [new[id(r)] for r in roots]
 
 
@@ -277,13 +278,14 @@ def _groups(order: list[Node], use: dict[int, list[Node]], heads: list[Node],
     return groups
 
 
-def _make_fusion(root: Node, group: list[Node], new: dict[int, Node]) -> Node:
-    """The fusion node of root's group (its members in order, root last)."""
+def _make_fusion(root: Node, group: list[Node], inline: set[int],
+                 new: dict[int, Node]) -> Node:
+    """The fusion node of root's group (its members in order, root last; `inline`: its
+    reductions computed inline, inline_set's)."""
     params: dict[int, Node] = {}
     ext: list[Node] = []
     body: dict[int, Node] = {}
     members = {id(m) for m in group}
-    inline = inline_set(group, root)
 
     def param_for(i: Node) -> Node:
         if id(i) not in params:
