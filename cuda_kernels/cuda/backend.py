@@ -80,11 +80,11 @@ from . import libs, occupancy
 from .codegen import (HEADER, NB_TYPES, WIDE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_row, gen_strided_copy, index_bits)
 from .reduce import gen_block, gen_thread, gen_warp
-from .launch import SIM_MAX_BLOCKS, Launcher, _index_variant, _sim_ldcg  # noqa: F401 - (tests)
+from .launch import SIM_MAX_BLOCKS, Launcher  # noqa: F401 - (SIM_MAX_BLOCKS: tests read it here)
 from .index import device_gather, device_scatter, gen_index
 from .libs import tiled_matmul
 from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
-from .sim import shared_arrays_once, warp_shuffles
+from .sim import shared_arrays_once, sim_ldcg, warp_shuffles
 from .transpose import gen_tiled_loop, gen_transpose, tiled_transpose, tiles_last_two
 from .toolchain import device_api
 
@@ -146,7 +146,7 @@ class CudaBackend(Launcher, Backend):
             shared_arrays_once()
             warp_shuffles()
             jit, dev = self._sim.jit, self._sim.jit(device=True)
-            ldcg = _sim_ldcg
+            ldcg = sim_ldcg
         else:  # the intrinsic itself: cuda.ldcg's overload needs a driver to compile
             from numba.cuda.cache_hints import ldcg_intrinsic as ldcg
             from .cache import jit  # lazy: device mode only (numba-cuda caching)

@@ -188,10 +188,6 @@ class Launcher:
         return t
 
 
-def _sim_ldcg(a, i):
-    return a[i]
-
-
 def _index_variant(kernel, bits: int):
     """A loop kernel's function for the index width (codegen.INDEX_TYPES)."""
     if bits == 32:
@@ -202,4 +198,5 @@ def _index_variant(kernel, bits: int):
 def _thread_of(kernel, form: str = "thread"):
     """A reduction's thread- or warp-per-output kernel (cuda/reduce.py), from its module."""
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
-    return getattr(mod, (kernel.meta or {}).get(form, kernel.name + {"thread": "_t", "warp": "_warp"}[form]))
+    suffix = {"thread": "_t", "warp": "_warp"}[form]
+    return getattr(mod, (kernel.meta or {}).get(form, kernel.name + suffix))

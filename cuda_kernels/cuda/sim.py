@@ -111,3 +111,8 @@ def warp_shuffles() -> None:
         self.syncthreads()
         return got
     cls.shfl_down_sync = shfl_down_sync
+
+
+def sim_ldcg(a, i):
+    """`ld.global.cg` (a load past L1, cuda/reduce.py's block form) for simulated kernels."""
+    return a[i]
