@@ -331,9 +331,12 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
     # before the `output` nodes that pick them out run
     results: dict[int, list] = {}
     for r in program.roots if meter is not None else ():
+        results.setdefault(id(r), []).append(None)
+        while r.op in VIEW_OPS:  # a view's base holds the result's memory: results too
+            r = r.inputs[0]
+            results.setdefault(id(r), []).append(None)
         if r.op == "output":
             results.setdefault(id(r.inputs[0]), []).append(r.attr("index"))
-        results.setdefault(id(r), []).append(None)
     release = be.release if be.releases_storage else None
     roots_of_storage = program.storage_roots if release is not None else set()
     stores: dict[int, object] = {}  # storage roots' values, until their storage dies

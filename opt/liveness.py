@@ -160,11 +160,18 @@ class Storage:
         keep = {self.find(id(r)) for r in self.roots}
         live, peak = 0, 0
         size: dict[int, int] = {}
+        # a multi-output fusion's outputs are allocated at its launch, while its inputs live
+        parts: dict[int, list[Node]] = {}
+        for n in self.order:
+            if n.op == "output":
+                parts.setdefault(id(n.inputs[0]), []).append(n)
         for pos, n in enumerate(self.order):
-            if id(n) in self.made and self.find(id(n)) == id(n) and id(n) not in keep:
-                size[id(n)] = n.nbytes
-                live += n.nbytes
-                peak = max(peak, live)
+            for m in parts.get(id(n), [n]):
+                if id(m) in self.made and self.find(id(m)) == id(m) and id(m) not in keep \
+                        and id(m) not in size:
+                    size[id(m)] = m.nbytes
+                    live += m.nbytes
+            peak = max(peak, live)
             for i in {self.find(id(i)) for i in n.inputs}:
                 if self.last.get(i) == pos and i in size:
                     live -= size.pop(i)

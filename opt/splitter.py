@@ -264,11 +264,15 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
             attrs["shape"] = tuple(shape)
         elif n.op == "transpose":
             ins = [go(n.inputs[0], None if k is None else n.attr("perm")[k])]
-        elif n.op == "reshape":
-            ins = [go(n.inputs[0], k)]
+        elif n.op == "reshape" and (kin := _reshape_axis(n, k)) != FAIL:
+            ins = [go(n.inputs[0], kin)]
             attrs["shape"] = tuple(shape)
-        elif n.op == "slice":
+        elif n.op == "slice" and (k is None or _full_slice(n, k)):
             ins = [go(n.inputs[0], k)]
+            if k is not None:
+                sl = list(n.attr("slices"))
+                sl[k] = (0, hi - lo, 1)
+                attrs["slices"] = tuple(sl)
         elif id(n) in split.cuts:  # this chunk's partial
             ins = [go(n.inputs[0], split.cuts[id(n)][1])]
         elif kind is Kind.REDUCE:
@@ -277,11 +281,30 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
             ins = [go(x, None if k is None else kept[k])]
         elif n.op == "matmul":
             ins = _matmul_inputs(n, k, go)
-        else:
+        elif k is None:
             ins = [go(i, None) for i in n.inputs]
+        else:  # a value independent of S read beside its rows: these rows of the whole
+            return _rows_of(go(n, None), k, lo, hi)
         return make(n.op, tuple(ins), tuple(shape), n.dtype, tuple(attrs.items()))
 
     return [go(r, k) for r, k in targets]
+
+
+def _reshape_axis(n: Node, k: int | None) -> int | str | None:
+    """The axis of a reshape's input that holds its axis k's rows (FAIL: none does)."""
+    x = n.inputs[0]
+    if k is None or x.shape[:k + 1] == n.shape[:k + 1]:
+        return k
+    if [d for d in x.shape if d != 1] != [d for d in n.shape if d != 1]:
+        return FAIL  # (axes merged or split: not an index remap)
+    nth = sum(d != 1 for d in n.shape[:k])  # k is a non-unit axis: it was chunked
+    return [i for i, d in enumerate(x.shape) if d != 1][nth]
+
+
+def _rows_of(whole: Node, k: int, lo: int, hi: int) -> Node:
+    sl = tuple((lo, hi, 1) if a == k else (0, d, 1) for a, d in enumerate(whole.shape))
+    shape = tuple(hi - lo if a == k else d for a, d in enumerate(whole.shape))
+    return make("slice", (whole,), shape, whole.dtype, (("slices", sl),))
 
 
 def _matmul_inputs(n: Node, k: int | None, go) -> list[Node]:
