@@ -8,10 +8,11 @@ our stream (`cupy.cuda.Stream.from_external(backend.stream())`: cuBLAS and Thrus
 on CuPy's current stream, nothing synchronizes) and imports in ~0.2 s on a machine without a GPU
 (its first device call then raises, which `library()` turns into "not usable"). The others
 each cover part: nvmath-python has cuBLASLt matmul with epilogues but accepts only NumPy,
-CuPy and torch tensors (so it would need CuPy anyway), and its epilogues are not NumPy's (its
-RELU maps NaN to 0 where `np.maximum(x, 0)` keeps it; its BIAS broadcasts along columns, a
-length-M vector); cuda-cccl (cuda.compute) has CUB's sorts, scans and segmented reductions but
-no BLAS. One dependency instead of two.
+CuPy and torch tensors (so it would need CuPy anyway), and its epilogues are cuBLASLt's, not
+NumPy's: RELU is documented as max(x, 0), which on the device (fmax) would turn a NaN into 0
+where `np.maximum(x, 0)` keeps it (not verifiable without a GPU), and BIAS adds a length-M
+vector along the columns, `A @ B + b[:, None]`; cuda-cccl (cuda.compute) has CUB's sorts, scans
+and segmented reductions but no BLAS. One dependency instead of two.
 
 NumPy's semantics
 - matmul: only float32/float64/complex64/complex128 results whose operands already have that
@@ -100,8 +101,8 @@ def supports(n: Node) -> bool:
         return False  # a parallel scan's order is not NumPy's (module docstring)
     if n.op == "searchsorted":
         a, v, *s = n.inputs
-        return (a.dtype in _NUMBERS and v.dtype in _NUMBERS and "c" not in a.dtype.kind +
-                v.dtype.kind and all(x.dtype.kind in "iu" for x in s))
+        real = all(x.dtype in _NUMBERS and x.dtype.kind != "c" for x in (a, v))
+        return real and all(x.dtype.kind in "iu" for x in s)
     return n.op in OPS and n.inputs[0].dtype in _NUMBERS and n.dtype in _NUMBERS
 
 
