@@ -27,6 +27,19 @@ def fake(monkeypatch):
     return use_fake(monkeypatch)
 
 
+def test_without_the_library_the_host_runs_them():
+    """The simulator (or no CuPy): NumPy's own answers through the host, counted."""
+    assert not libs.usable()
+    h = rand((7,), numpy.float64)
+    for fn, ref in [(lambda x: np.partition(x, 3), lambda x: numpy.partition(x, 3)),
+                    (lambda x: np.argpartition(x, -2), lambda x: numpy.argpartition(x, -2)),
+                    (lambda x: np.searchsorted(numpy.arange(3.0), x, "right"),
+                     lambda x: numpy.searchsorted(numpy.arange(3.0), x, "right"))]:
+        got, d = run(fn, h)
+        numpy.testing.assert_array_equal(got, ref(h))
+        assert (d.library_calls, d.library_fallbacks) == (0, 1)
+
+
 def _is_partition(got, x, kth, axis=-1):
     """got is a partition of x at every kth as NumPy promises one: the kth values in their
     sorted places, no greater value before, no smaller one after (NaN as the greatest)."""
