@@ -50,8 +50,8 @@ What runs where (`run_node`)
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
     the slice;
-  * matmul, sort, argsort, cumsum, cumprod through CuPy (cuBLAS, Thrust/CUB) on a real device
-    where it is installed (cuda/libs.py: dtypes, NumPy's NaN and tie order);
+  * matmul, sorts, partitions, searchsorted and integer scans through CuPy (cuBLAS, Thrust/CUB)
+    on a real device where it is installed (cuda/libs.py: dtypes, NumPy's NaN and tie order);
   * other matmuls for bool/int/uint/float32/float64 results: a tiled shared-memory kernel (16x16
     tiles, batch dims on grid z; batch broadcasting other than "all" or "none" first
     materializes the broadcast operand with a strided copy; libs.tiled_matmul). Floats

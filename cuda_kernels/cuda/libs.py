@@ -1,5 +1,6 @@
-"""Dots, sorts and scans on the device through CuPy: matmul by cuBLAS, sort and argsort by
-Thrust's stable sorts (CUB radix sort for 1-D numbers), cumsum and cumprod by CuPy's scans.
+"""Dots, sorts, searches and scans on the device through CuPy: matmul by cuBLAS, sort, argsort,
+partition and argpartition by Thrust's stable sorts (CUB radix sort for 1-D numbers),
+searchsorted by CuPy's binary-search kernel, cumsum and cumprod by CuPy's scans.
 
 Why CuPy. It is the one well-kept NVIDIA-ecosystem library that covers all three families,
 takes our memory without a copy (a `cupy.ndarray` over an `UnownedMemory` pointer), runs on
@@ -7,8 +8,11 @@ our stream (`cupy.cuda.Stream.from_external(backend.stream())`: cuBLAS and Thrus
 on CuPy's current stream, nothing synchronizes) and imports in ~0.2 s on a machine without a GPU
 (its first device call then raises, which `library()` turns into "not usable"). The others
 each cover part: nvmath-python has cuBLASLt matmul with epilogues but accepts only NumPy,
-CuPy and torch tensors (so it would need CuPy anyway); cuda-cccl (cuda.compute) has CUB's
-sorts, scans and segmented reductions but no BLAS. One dependency instead of two.
+CuPy and torch tensors (so it would need CuPy anyway), and its epilogues are cuBLASLt's, not
+NumPy's: RELU is documented as max(x, 0), which on the device (fmax) would turn a NaN into 0
+where `np.maximum(x, 0)` keeps it (not verifiable without a GPU), and BIAS adds a length-M
+vector along the columns, `A @ B + b[:, None]`; cuda-cccl (cuda.compute) has CUB's sorts, scans
+and segmented reductions but no BLAS. One dependency instead of two.
 
 NumPy's semantics
 - matmul: only float32/float64/complex64/complex128 results whose operands already have that
@@ -22,6 +26,16 @@ NumPy's semantics
   rewrites every NaN as the positive quiet NaN before the sort (so a sorted result's NaNs
   differ from NumPy's only in sign and payload bits). Radix sort treats -0.0 as +0.0, as
   NumPy's `<` does.
+- partition, argpartition: a sort (nan_last first) is a partition for every kth: NumPy promises
+  only the kth elements in their sorted places and each side's values; the order within a side
+  is introselect's and differs (argpartition: a stable argsort, ties by index).
+- searchsorted: a and v compared in NumPy's common dtype (`promote_types`: int64 with uint64
+  in float64), cast before the call, as CuPy's kernel would mix them by C++'s rules; its
+  comparisons put NaN last, as NumPy's do. With a sorter, a is gathered through it first; a
+  sorter index out of range (NumPy raises where its search reads one) sends the op to the
+  host, which raises as NumPy does: the check reads one count back (a host wait). Complex
+  values stay on the host (NumPy's NaN order of complex numbers). For an `a` that is not
+  sorted NumPy defines no answer, and the two binary searches' answers can differ.
 - cumsum, cumprod: integer and bool scans only, in the dtype NumPy's rules chose (the node's
   `dtype` attribute); they are exact (wrap-around included). Float and complex scans keep
   NumPy's left-to-right loop (the host round trip): a parallel scan rounds, and overflows to
@@ -48,7 +62,8 @@ from ..compiler import warn_once
 from .codegen import TILE
 from .memory import cstrides, interface
 
-OPS = frozenset({"matmul", "sort", "argsort", "cumsum", "cumprod"})
+OPS = frozenset({"matmul", "sort", "argsort", "partition", "argpartition", "searchsorted",
+                 "cumsum", "cumprod"})
 _BLAS = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
 _NUMBERS = frozenset(np.dtype(d) for d in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -84,6 +99,10 @@ def supports(n: Node) -> bool:
         return n.dtype in _BLAS and all(i.dtype == n.dtype and i.size for i in n.inputs)
     if n.op in ("cumsum", "cumprod") and n.dtype.kind in "fc":
         return False  # a parallel scan's order is not NumPy's (module docstring)
+    if n.op == "searchsorted":
+        a, v, *s = n.inputs
+        real = all(x.dtype in _NUMBERS and x.dtype.kind != "c" for x in (a, v))
+        return real and all(x.dtype.kind in "iu" for x in s)
     return n.op in OPS and n.inputs[0].dtype in _NUMBERS and n.dtype in _NUMBERS
 
 
@@ -105,6 +124,10 @@ def run(backend, n: Node, args: list):
                     cp.cuda.using_allocator(lambda nbytes: _scratch(cp, backend, nbytes, dev)):
                 ins = [as_cupy(cp, x, dev) for x in xs]
                 _CALLS[n.op](cp, n, ins, as_cupy(cp, out, dev))
+        except Declined:  # this call only: the host path gives NumPy's answer or error
+            backend.release(out)
+            STATS.library_fallbacks += 1
+            return None
         except Exception as e:  # noqa: BLE001 - e.g. CuPy without its cuBLAS or NVRTC
             # inputs are untouched and `out` is new: today's path can still compute n
             _BROKEN[n.op] = e
@@ -127,6 +150,11 @@ def as_cupy(cp, x, dev: int):
     span = sum((k - 1) * s for k, s in zip(shape, strides)) + item if x.size else 0
     mem = cp.cuda.UnownedMemory(d["data"][0], span, x, dev)
     return cp.ndarray(shape, x.dtype, cp.cuda.MemoryPointer(mem, 0), strides)
+
+
+class Declined(Exception):
+    """The library's answer would not be NumPy's for this call's data (e.g. a sorter index out
+    of range): the host path runs it, and the op stays the library's for later calls."""
 
 
 class _Lease:
@@ -188,11 +216,31 @@ def _argsort(cp, n: Node, ins, out) -> None:
     cp.copyto(out, cp.argsort(keys, axis=n.attr("axis")))
 
 
+def searchsorted(xp, n: Node, ins, out) -> None:
+    """out = np.searchsorted(a, v, side, sorter) by xp (CuPy; NumPy in the tests), or Declined.
+    See the module docstring for the dtype and the sorter."""
+    a, v, *sorter = ins
+    if sorter:
+        s = sorter[0]
+        if s.size:
+            # the count is read back (8 bytes): the stream drains first
+            STATS.host_waits, STATS.d2h_copies, STATS.d2h_bytes = \
+                STATS.host_waits + 1, STATS.d2h_copies + 1, STATS.d2h_bytes + 8
+            if int(xp.count_nonzero((s < 0) | (s >= a.size))):
+                raise Declined("sorter index out of range")
+        a = a.take(s)
+    dt = np.promote_types(a.dtype, v.dtype)
+    xp.copyto(out, xp.searchsorted(a.astype(dt, copy=False), v.astype(dt, copy=False),
+                                   side=n.attr("side")))
+
+
 def _scan(cp, n: Node, ins, out) -> None:
     getattr(cp, n.op)(ins[0], axis=n.attr("axis"), dtype=n.dtype, out=out)
 
 
-_CALLS = {"matmul": _matmul, "sort": _sort, "argsort": _argsort, "cumsum": _scan,
+# (a sort is a partition for every kth: module docstring)
+_CALLS = {"matmul": _matmul, "sort": _sort, "argsort": _argsort, "partition": _sort,
+          "argpartition": _argsort, "searchsorted": searchsorted, "cumsum": _scan,
           "cumprod": _scan}
 
 

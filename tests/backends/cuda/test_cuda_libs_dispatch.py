@@ -2,140 +2,30 @@
 it hands the library. No GPU here: the library (CuPy) is replaced by a fake module that records
 each call and computes it with NumPy over the very memory it was handed (the simulator's device
 arrays live in host memory), so a right answer proves the result was written in place, with no
-copy. Nothing here runs cuBLAS, Thrust or CUB."""
+copy. Nothing here runs cuBLAS, Thrust or CUB. (Partitions and searchsorted:
+test_cuda_libs_search.py.)"""
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import sys
-import types
 
 import numpy
 import pytest
 
-import tracer
 import tracer.numpy as np
 import tracer.cuda_kernels.cuda.backend as cuda_mod
 from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda import libs
-from tracer.cuda_kernels.cuda.memory import size_class
 from tracer.ir.config import context
-from tracer.ir.stats import STATS
 
-from counters import Delta
+from fake_cupy import SCRATCH, calls, fake_cupy, idle, rand, run, use_fake
 
 # the backend's dispatch is the subject (on the simulator)
 pytestmark = [pytest.mark.lazy, pytest.mark.usefixtures("cuda_sim")]
 
 
-
-
-SCRATCH = 4104  # bytes of scratch the fake argsort asks for (a size nothing else uses)
-
-
-def _idle(pool, nbytes: int) -> bool:
-    """The pool holds an idle block of nbytes' size class."""
-    return any(k[1] == size_class(nbytes) and v for k, v in pool._free.items())
-
-
-def fake_cupy(device_count: int = 1):
-    """A stand-in for CuPy: the names libs.py uses, NumPy underneath, every call recorded with
-    the stream and device current at the time."""
-    log: list = []
-    state = {"stream": None, "device": None, "allocator": None}
-
-    def rec(name, fn):
-        def call(*a, **k):
-            log.append((name, state["stream"], state["device"], a, k))
-            return fn(*a, **k)
-        return call
-
-    @contextlib.contextmanager
-    def using(key, value):
-        old, state[key] = state[key], value
-        try:
-            yield
-        finally:
-            state[key] = old
-
-    class Stream:
-        @classmethod
-        def from_external(cls, obj):
-            s = cls()
-            s.obj = obj
-            return s
-
-        def __enter__(self):
-            self._cm = using("stream", self.obj)
-            self._cm.__enter__()
-
-        def __exit__(self, *exc):
-            self._cm.__exit__(*exc)
-
-    def unowned(ptr, size, owner, dev):
-        return types.SimpleNamespace(ptr=ptr, size=size, owner=owner, device=dev)
-
-    def ndarray(shape, dtype, memptr, strides):
-        m = memptr.mem
-        log.append(("wrap", state["stream"], state["device"], (m.ptr, m.size, shape, strides),
-                    {}))
-        buf = (ctypes.c_char * max(m.size, 1)).from_address(m.ptr)
-        return numpy.ndarray(shape, dtype, buffer=buf, strides=strides)
-
-    runtime = types.SimpleNamespace(getDeviceCount=lambda: device_count)
-    cuda = types.SimpleNamespace(
-        runtime=runtime, Stream=Stream, UnownedMemory=unowned,
-        MemoryPointer=lambda mem, off: types.SimpleNamespace(mem=mem, off=off),
-        Device=lambda dev: using("device", dev),
-        using_allocator=lambda fn: using("allocator", fn))
-
-    def argsort(a, axis):
-        state["allocator"](SCRATCH)  # (Thrust's temporary storage), let go at once
-        return numpy.argsort(a, axis=axis, kind="stable")
-
-    mod = types.SimpleNamespace(
-        cuda=cuda, ndarray=ndarray, matmul=rec("matmul", numpy.matmul),
-        copyto=rec("copyto", numpy.copyto), isnan=rec("isnan", numpy.isnan),
-        argsort=rec("argsort", argsort),
-        cumsum=rec("cumsum", numpy.cumsum), cumprod=rec("cumprod", numpy.cumprod))
-    mod.log = log
-    return mod
-
-
 @pytest.fixture
 def fake(monkeypatch):
-    """The fake library, taken as usable (as on a GPU) although the simulator runs."""
-    cp = fake_cupy()
-    monkeypatch.setattr(libs, "_LOADED", [cp])
-    monkeypatch.setattr(libs, "_BROKEN", {})
-    monkeypatch.setattr(libs, "_STREAMS", {})
-    monkeypatch.setattr(libs, "usable", lambda: True)
-    return cp
-
-
-def _calls(cp, name):
-    return [e for e in cp.log if e[0] == name]
-
-
-def _rand(shape, dtype=numpy.float32, seed=0):
-    rng = numpy.random.default_rng(seed)
-    if numpy.dtype(dtype).kind in "iu":
-        return rng.integers(-9, 10, shape).astype(dtype)
-    h = rng.standard_normal(shape)
-    if numpy.dtype(dtype).kind == "c":
-        h = h + 1j * rng.standard_normal(shape)
-    return h.astype(dtype)
-
-
-def _run(fn, *hs):
-    """fn of lazy copies of hs, evaluated; (its value on the host, the counters' changes)."""
-    xs = [np.asarray(h) for h in hs]
-    tracer.reset_stats()
-    with Delta() as d:
-        out = fn(*xs)
-        got = numpy.asarray(out)
-    d.library_calls, d.library_fallbacks = STATS.library_calls, STATS.library_fallbacks
-    return got, d
+    return use_fake(monkeypatch)
 
 
 # ---------------------------------------------------------------- which path
@@ -143,11 +33,11 @@ def _run(fn, *hs):
 def test_simulator_never_uses_the_library(monkeypatch):
     monkeypatch.setattr(libs, "_LOADED", [fake_cupy()])  # importable and "sees" a GPU
     assert not libs.usable()
-    ha, hb = _rand((5, 7)), _rand((7, 3), seed=1)
-    got, d = _run(lambda a, b: a @ b, ha, hb)
+    ha, hb = rand((5, 7)), rand((7, 3), seed=1)
+    got, d = run(lambda a, b: a @ b, ha, hb)
     numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-5)
     assert (d.library_calls, d.library_fallbacks, d.kernels_launched) == (0, 1, 1)  # tiled
-    got, d = _run(np.sort, ha[0])
+    got, d = run(np.sort, ha[0])
     numpy.testing.assert_array_equal(got, numpy.sort(ha[0]))
     assert (d.library_calls, d.library_fallbacks) == (0, 1)  # the host round trip
 
@@ -182,18 +72,18 @@ def test_real_cupy_without_a_gpu_is_not_usable(monkeypatch):
 
 
 def test_supported_dtypes():
-    a32, a64, i32 = (np.asarray(_rand((2, 2), d)) for d in ("float32", "float64", "int32"))
+    a32, a64, i32 = (np.asarray(rand((2, 2), d)) for d in ("float32", "float64", "int32"))
     assert libs.supports((a32 @ a32)._node) and libs.supports((a64 @ a64)._node)
     assert not libs.supports((i32 @ i32)._node)     # integers: our kernel (cuBLAS has no int GEMM)
     e1, e2 = (np.asarray(numpy.ones(s, numpy.float32)) for s in ((3, 0), (0, 2)))
     assert not libs.supports((e1 @ e2)._node)       # K = 0: our kernel writes the zeros
-    h16 = np.asarray(_rand((4,), numpy.float16))
+    h16 = np.asarray(rand((4,), numpy.float16))
     assert not libs.supports(np.sort(h16)._node) and libs.supports(np.sort(a32)._node)
 
 
 def test_unsupported_dtypes_keep_our_kernel(fake, no_host):
-    hi, hj = _rand((3, 4), numpy.int32), _rand((4, 2), numpy.int32, seed=1)
-    got, d = _run(lambda a, b: a @ b, hi, hj)
+    hi, hj = rand((3, 4), numpy.int32), rand((4, 2), numpy.int32, seed=1)
+    got, d = run(lambda a, b: a @ b, hi, hj)
     numpy.testing.assert_array_equal(got, hi @ hj)
     assert (d.library_calls, d.library_fallbacks, d.kernels_launched) == (0, 1, 1)
     assert fake.log == []
@@ -205,9 +95,9 @@ def test_an_op_the_library_fails_on_runs_our_path(fake, no_host, monkeypatch):
     fake.matmul = no_cublas
     monkeypatch.setattr(cuda_mod.libs, "warn_once", lambda topic, msg: warned.append(msg))
     warned: list = []
-    ha, hb = _rand((5, 7)), _rand((7, 3), seed=1)
+    ha, hb = rand((5, 7)), rand((7, 3), seed=1)
     for _ in range(2):
-        got, d = _run(lambda a, b: a @ b, ha, hb)
+        got, d = run(lambda a, b: a @ b, ha, hb)
         numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-5)
         assert (d.library_calls, d.library_fallbacks, d.kernels_launched) == (0, 1, 1)
     assert "libcublas" in warned[0] and set(libs._BROKEN) == {"matmul"}
@@ -216,44 +106,44 @@ def test_an_op_the_library_fails_on_runs_our_path(fake, no_host, monkeypatch):
 # ---------------------------------------------------------------- what the library is handed
 
 def test_matmul_goes_to_the_library_over_our_memory(fake, no_host):
-    ha, hb = _rand((5, 7)), _rand((7, 3), seed=1)
-    got, d = _run(lambda a, b: a @ b, ha, hb)
+    ha, hb = rand((5, 7)), rand((7, 3), seed=1)
+    got, d = run(lambda a, b: a @ b, ha, hb)
     numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-5)
     assert (d.library_calls, d.library_fallbacks, d.kernels_launched) == (1, 0, 0)
     assert (d.h2d_copies, d.d2h_copies) == (2, 1)  # the inputs up, the result down: no more
-    (call,) = _calls(fake, "matmul")
+    (call,) = calls(fake, "matmul")
     be = backends.get("cuda")
     _, stream, dev, (a, b), kw = call
     assert stream is be.stream() and dev == be.device_id() == 0
     # (the canonical batched form: a batch of one)
     assert a.shape == (1, 5, 7) and b.shape == (1, 7, 3) and kw["out"].shape == (1, 5, 3)
     assert a.dtype == b.dtype == kw["out"].dtype == numpy.float32
-    wraps = [e[3] for e in _calls(fake, "wrap")]
+    wraps = [e[3] for e in calls(fake, "wrap")]
     assert [w[1:3] for w in wraps] == [(140, (1, 5, 7)), (84, (1, 7, 3)), (60, (1, 5, 3))]
-    assert all(e[1] is be.stream() for e in _calls(fake, "wrap"))
+    assert all(e[1] is be.stream() for e in calls(fake, "wrap"))
 
 
 def test_transposed_operands_are_views(fake, no_host):
-    ha, hb = _rand((5, 7)), _rand((3, 7), seed=1)
-    got, d = _run(lambda a, b: a @ b.T, ha, hb)
+    ha, hb = rand((5, 7)), rand((3, 7), seed=1)
+    got, d = run(lambda a, b: a @ b.T, ha, hb)
     numpy.testing.assert_allclose(got, ha @ hb.T, rtol=1e-5)
     assert (d.library_calls, d.kernels_launched) == (1, 0)  # no transpose kernel
-    (call,) = _calls(fake, "matmul")
+    (call,) = calls(fake, "matmul")
     b = call[3][1]
     assert b.shape == (1, 7, 3) and b.strides == (84, 4, 28)  # (3, 7) read transposed
 
 
 def test_batched_matmul(fake, no_host):
-    ha, hb = _rand((2, 3, 3, 4), numpy.float64), _rand((2, 3, 4, 2), numpy.float64, seed=1)
-    got, d = _run(lambda a, b: a @ b, ha, hb)
+    ha, hb = rand((2, 3, 3, 4), numpy.float64), rand((2, 3, 4, 2), numpy.float64, seed=1)
+    got, d = run(lambda a, b: a @ b, ha, hb)
     numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-12)
     assert (d.library_calls, d.kernels_launched) == (1, 0)
-    (call,) = _calls(fake, "matmul")
+    (call,) = calls(fake, "matmul")
     assert call[3][0].shape == (6, 3, 4) and call[3][1].shape == (6, 4, 2)
     assert call[4]["out"].shape == (6, 3, 2)
     # a partial batch broadcast: the optimizer materializes it (one kernel), cuBLAS the rest
     ha = ha[:, :1]
-    got, d = _run(lambda a, b: a @ b, ha, hb)
+    got, d = run(lambda a, b: a @ b, ha, hb)
     numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-12)
     assert (d.library_calls, d.kernels_launched) == (1, 1)
 
@@ -261,40 +151,40 @@ def test_batched_matmul(fake, no_host):
 def test_complex_matmul_goes_to_the_library(fake):
     """Complex has no kernel of ours (the matmul went through the host): cuBLAS takes it. (The
     reshapes around it still round-trip: views of complex are not on the device yet.)"""
-    ha, hb = _rand((3, 4), numpy.complex64), _rand((4, 2), numpy.complex64, seed=1)
-    got, d = _run(lambda a, b: a @ b, ha, hb)
+    ha, hb = rand((3, 4), numpy.complex64), rand((4, 2), numpy.complex64, seed=1)
+    got, d = run(lambda a, b: a @ b, ha, hb)
     numpy.testing.assert_allclose(got, ha @ hb, rtol=1e-5)
     assert d.library_calls == 1
 
 
 def test_sort_argsort_and_scans(fake, no_host):
     h = numpy.array([3.0, -numpy.nan, 1.0, numpy.nan, 1.0, -0.0, 0.0, -numpy.inf], numpy.float32)
-    got, d = _run(np.sort, h)
+    got, d = run(np.sort, h)
     numpy.testing.assert_array_equal(got, numpy.sort(h))
     assert d.library_calls == 1 and d.kernels_launched == 0
     assert not numpy.signbit(got[numpy.isnan(got)]).any()  # every NaN the positive one
-    got, _ = _run(np.argsort, h)
+    got, _ = run(np.argsort, h)
     numpy.testing.assert_array_equal(got, numpy.argsort(h, kind="stable"))
     assert got.dtype == numpy.intp
-    (call,) = _calls(fake, "argsort")
+    (call,) = calls(fake, "argsort")
     assert not numpy.signbit(call[3][0][numpy.isnan(call[3][0])]).any()  # keys, a copy
-    assert _idle(backends.get("cuda").pool, SCRATCH)  # scratch from our pool, and back
-    h2 = _rand((3, 5), numpy.int32)
+    assert idle(backends.get("cuda").pool, SCRATCH)  # scratch from our pool, and back
+    h2 = rand((3, 5), numpy.int32)
     for fn, ref in [(lambda x: np.sort(x, axis=0), lambda x: numpy.sort(x, axis=0)),
                     (np.argsort, lambda x: numpy.argsort(x, kind="stable")),
                     (lambda x: np.cumsum(x, axis=1), lambda x: numpy.cumsum(x, axis=1)),
                     (lambda x: np.cumprod(x, axis=0), lambda x: numpy.cumprod(x, axis=0))]:
-        got, d = _run(fn, h2)
+        got, d = run(fn, h2)
         want = ref(h2)
         assert got.dtype == want.dtype  # int32 sums in int64, as NumPy's rules say
         numpy.testing.assert_array_equal(got, want)
         assert (d.library_calls, d.library_fallbacks) == (1, 0)
-    (scan,) = _calls(fake, "cumsum")
+    (scan,) = calls(fake, "cumsum")
     assert scan[4]["dtype"] == numpy.int64 and scan[4]["axis"] == 1 and scan[1] is not None
 
 
 def test_empty_input_calls_nothing(fake, no_host):
-    got, d = _run(np.sort, numpy.zeros((0,), numpy.float32))
+    got, d = run(np.sort, numpy.zeros((0,), numpy.float32))
     assert got.shape == (0,) and d.library_calls == 1 and fake.log == []
 
 
@@ -339,7 +229,7 @@ def test_real_cupy_wraps_our_memory(monkeypatch):
     s = Ours()
     assert libs._stream(cupy, s).ptr == 4242 and libs._stream(cupy, s) is libs._stream(cupy, s)
     mp = libs._scratch(cupy, be, SCRATCH + 8, 0)
-    assert mp.ptr and not _idle(be.pool, SCRATCH + 8)
+    assert mp.ptr and not idle(be.pool, SCRATCH + 8)
     del mp
     assert be.pool._free.get(SCRATCH + 8)  # CuPy let go: the block is the pool's again
 
