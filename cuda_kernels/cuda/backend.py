@@ -87,6 +87,7 @@ from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, int
 from .sim import shared_arrays_once, sim_ldcg, warp_shuffles
 from .transpose import gen_tiled_loop, gen_transpose, tiled_transpose, tiles_last_two
 from .toolchain import device_api
+from .vector import vector_globals
 
 FLAG_SLOTS = 256  # device error records between two host waits (index kernels: one a launch)
 _LIB: dict[str, object] = {}  # library kernels' modules by name (kind, argument and mode)
@@ -151,7 +152,8 @@ class CudaBackend(Launcher, Backend):
             from numba.cuda.cache_hints import ldcg_intrinsic as ldcg
             from .cache import jit  # lazy: device mode only (numba-cuda caching)
             dev = self._cuda.jit(device=True, inline="always")
-        return {"cuda": self._cuda, "_jit": jit, "_devjit": dev, "_ldcg": ldcg}
+        return {"cuda": self._cuda, "_jit": jit, "_devjit": dev, "_ldcg": ldcg,
+                **vector_globals(CONFIG.cuda_sim)}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         em = CudaEmitter(body)
