@@ -64,6 +64,7 @@ What runs where (`run_node`)
 """
 from __future__ import annotations
 
+import contextlib
 import math as _math
 import weakref
 
@@ -132,6 +133,8 @@ class CudaBackend(Launcher, Backend):
         self._poisoned: dict[int, tuple] = {}  # id(array) -> (weak ref, error): failed values
         self._consts: dict[tuple, object] = {}
         self._tickets_of: dict[str, object] = {}  # mode -> the block reductions' counters
+        self._uploads_of: dict[str, object] = {}  # mode -> the upload stream
+        self._upload_stream = None  # while uploads overlap (overlapped_uploads)
 
     # ---- codegen and loading
     def _mode(self) -> str:
@@ -236,11 +239,44 @@ class CudaBackend(Launcher, Backend):
             a = a.copy(order="C")
         if a.nbytes == 0:
             return self._api().device_array(a.shape, a.dtype)
-        block = self.pool.empty((a.nbytes,), np.uint8)  # back to the pool when its leaf dies
-        self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
+        # back to the pool when its leaf dies
+        block, fence = self.pool.take((a.nbytes,), np.uint8)
+        if self._upload_stream is None:
+            self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
+        else:  # (overlapped_uploads) the compute stream reads it after the upload's event
+            self._staging.upload(block, a.reshape(-1).view(np.uint8), self._upload_stream,
+                                 after=fence)
+            self._fence(self._upload_stream).wait(self.stream())
         STATS.h2d_copies += 1
         STATS.h2d_bytes += a.nbytes
         return block.view(a.dtype).reshape(a.shape)
+
+    @contextlib.contextmanager
+    def overlapped_uploads(self):
+        """Uploads go on a second stream meanwhile (the budget's chunks: the next chunk's
+        rows go up while this one's kernels run): the compute stream waits on each upload's
+        event before reading it, and an upload into a pool block waits on the fence of the
+        block's last use (memory.DevicePool.take). Under the simulator streams and events are
+        no-ops: tests record the waits."""
+        if self._upload_stream is not None:
+            yield
+            return
+        self._upload_stream = self._uploads_of.get(self._mode())
+        if self._upload_stream is None:
+            self._upload_stream = self._uploads_of[self._mode()] = self._api().stream()
+        self.pool.fences(True, lambda: self._fence(self.stream()))
+        try:
+            yield
+        finally:
+            self.pool.fences(False)
+            self._upload_stream = None
+
+    def _fence(self, stream):
+        """An event recorded on `stream` now: work enqueued after a wait on it runs after the
+        work enqueued there so far."""
+        ev = self._event()
+        ev.record(stream)
+        return ev
 
     def from_buffer(self, buf: Buffer):
         """The device value of a leaf: a host array is copied once; the device copy replaces

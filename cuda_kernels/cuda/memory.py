@@ -8,6 +8,14 @@ handed out dies (a result the user dropped, an uploaded input): each hand-out is
 finalizer returns the block. The backend has one stream and every use of a block is enqueued
 on it, so work enqueued after a block came back runs after its last use: reuse needs no wait
 and never frees through numba's deferred deallocation (which synchronizes).
+
+While uploads run on a second stream (the budget's chunks: CudaBackend.overlapped_uploads),
+that order no longer covers a block the upload stream writes: the pool then records a fence
+(an event on the compute stream) for each block it takes back, and `take` hands the fence out
+with the block, for the upload stream to wait on before it writes (blocks idle from before get
+the fence recorded when the uploads started). It hands out the block idle longest, whose
+fence is the likeliest to have passed, so an upload need not wait for the kernels still
+reading a block just given back.
 """
 from __future__ import annotations
 
@@ -64,23 +72,42 @@ class DevicePool:
         self._held: dict[int, object] = {}  # token -> the lease of a block released early
         self._tokens = itertools.count()
         self._exact = False  # under a budget: blocks of the bytes asked for (see within)
+        self.fence = None  # () -> an event on the compute stream, while uploads have their own
+        self._fences: dict[int, object] = {}  # id(idle block) -> its fence
+        self._since = None  # the fence of blocks idle since before the fences began
         self.idle = 0
         self.hits = 0
         self.allocs = 0
         self.returned = 0  # blocks that came back when their arrays died
 
     def empty(self, shape, dtype):
+        return self.take(shape, dtype)[0]
+
+    def fences(self, on: bool, fence=None) -> None:
+        """Start (with `fence`: () -> an event recorded on the compute stream) or stop
+        recording the fences of blocks taken back (module doc)."""
+        self.take_back()
+        self.fence = fence if on else None
+        self._since = fence() if on else None
+        self._fences.clear()
+
+    def take(self, shape, dtype) -> tuple:
+        """(an array as `empty` gives, the fence its block's last use is behind or None)."""
         self.take_back()
         dtype = np.dtype(dtype)
         shape = tuple(shape)
         nbytes = math.prod(shape) * dtype.itemsize
         api = self._api()
         if nbytes == 0:
-            return api.device_array(shape, dtype)
+            return api.device_array(shape, dtype), None
         key = (api, nbytes if self._exact else size_class(nbytes))
         blocks = self._free.get(key)
+        fence = None
         if blocks:
-            block = blocks.pop()
+            # with fences, the block idle longest: fences pass in the order they were recorded,
+            # so its readers are the likeliest to be done (the upload need not wait)
+            block = blocks.pop(0 if self.fence is not None else -1)
+            fence = self._fences.pop(id(block), self._since)
             self.idle -= key[1]
             self.hits += 1
         else:
@@ -91,7 +118,7 @@ class DevicePool:
         arr = flat.view(dtype).reshape(shape)
         self._out[token] = (key, block, id(arr), lease)
         self._by_arr[id(arr)] = (weakref.ref(arr), token)
-        return arr
+        return arr, fence
 
     def _lease(self, block, nbytes: int, token: int):
         """(a flat uint8 array over the first nbytes of block, what the pool must hold for
@@ -140,6 +167,8 @@ class DevicePool:
         if ref is not None and ref[1] == token:
             del self._by_arr[arr_id]
         self._free.setdefault(key, []).append(block)
+        if self.fence is not None:  # (work enqueued so far includes the block's last use)
+            self._fences[id(block)] = self.fence()
         self.idle += key[1]
         self.trim(self.IDLE_CAP)
         return True
@@ -153,7 +182,7 @@ class DevicePool:
         for key in sorted(self._free, key=lambda k: -k[1]):
             blocks = self._free[key]
             while self.idle > cap and blocks:
-                blocks.pop(0)
+                self._fences.pop(id(blocks.pop(0)), None)
                 self.idle -= key[1]
                 dropped = True
         if dropped and self._exact:
@@ -203,8 +232,11 @@ class Staging:
         self._on_wait()
         return entry
 
-    def upload(self, dev_bytes, host_bytes: np.ndarray, stream) -> None:
-        """dev_bytes[:] = host_bytes (both flat uint8), enqueued on `stream`."""
+    def upload(self, dev_bytes, host_bytes: np.ndarray, stream, after=None) -> None:
+        """dev_bytes[:] = host_bytes (both flat uint8), enqueued on `stream`; `after`: an
+        event `stream` waits on first (the fence of dev_bytes' last use, DevicePool.take)."""
+        if after is not None:
+            after.wait(stream)
         for lo in range(0, host_bytes.size, self.CHUNK):
             hi = min(lo + self.CHUNK, host_bytes.size)
             entry = self._free()

@@ -112,7 +112,8 @@ def _vector_intrinsics(w: int):
         ptr = cgutils.get_item_pointer(context, builder, aryty, arr, [i], wraparound=False)
         elem = context.get_data_type(aryty.dtype)
         g = builder.addrspacecast(ptr, elem.as_pointer(1))  # global memory: ld.global
-        return builder.bitcast(g, ir.VectorType(elem, w).as_pointer(1)), context.get_abi_sizeof(elem)
+        vp = builder.bitcast(g, ir.VectorType(elem, w).as_pointer(1))
+        return vp, context.get_abi_sizeof(elem)
 
     @intrinsic
     def vld(typingctx, a, b):
