@@ -15,6 +15,7 @@ from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from ..base import record_launch
 from ..planning import find_reduce, is_arg, row_plan
+from . import graphs
 from .codegen import WIDE, _tpb, index_bits
 from .reduce import partial_dtype, strategy
 from .sim import sim_math
@@ -152,6 +153,17 @@ class Launcher:
         new = compiled()
         record_launch(time.perf_counter() - t0, new, recompile=new and before > 0,
                       launches=launches)
+
+    def replay(self, entry, bufs: list, run) -> list:
+        """A tracer.jit replay (`entry`, over bound buffers `bufs`): `run()` enqueues its
+        launches; on a device they are captured once as a CUDA graph and the graph launched
+        where the pointers allow (cuda/graphs.py)."""
+        drv = graphs.usable()
+        if drv is None:
+            return run()
+        if entry.device is None:
+            entry.device = graphs.GraphReplay(self, drv)
+        return entry.device.run(bufs, run)
 
     def _launch_reduce(self, kernel, body: Node, target, params, consts, stream) -> int:
         """One launch of the form `reduce.strategy` picks (cuda/reduce.py); returns the

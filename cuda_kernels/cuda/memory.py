@@ -75,6 +75,8 @@ class DevicePool:
         self.fence = None  # () -> an event on the compute stream, while uploads have their own
         self._fences: dict[int, object] = {}  # id(idle block) -> its fence
         self._since = None  # the fence of blocks idle since before the fences began
+        self._holding: Held | None = None  # (hold) blocks handed out now go back to it
+        self._held_by: dict[int, Held] = {}  # token -> the Held its block goes back to
         self.idle = 0
         self.hits = 0
         self.allocs = 0
@@ -114,6 +116,8 @@ class DevicePool:
             block = api.device_array(key[1], np.uint8)
             self.allocs += 1
         token = next(self._tokens)
+        if self._holding is not None:
+            self._held_by[token] = self._holding
         flat, lease = self._lease(block, nbytes, token)
         arr = flat.view(dtype).reshape(shape)
         self._out[token] = (key, block, id(arr), lease)
@@ -166,6 +170,10 @@ class DevicePool:
         ref = self._by_arr.get(arr_id)
         if ref is not None and ref[1] == token:
             del self._by_arr[arr_id]
+        held = self._held_by.pop(token, None)
+        if held is not None and held.open:  # work captured in a CUDA graph still uses it
+            held.blocks.append((key, block))
+            return True
         self._free.setdefault(key, []).append(block)
         if self.fence is not None:  # (work enqueued so far includes the block's last use)
             self._fences[id(block)] = self.fence()
@@ -191,6 +199,29 @@ class DevicePool:
                 pending.clear()
 
     @contextlib.contextmanager
+    def hold(self):
+        """Blocks handed out meanwhile (work a CUDA graph captures: cuda/graphs.py) never go
+        back to the pool while the Held this yields is open, whenever their arrays die: the
+        graph's launches would write them. `give(held)` returns them."""
+        held = self._holding = Held()
+        try:
+            yield held
+        finally:
+            self._holding = None
+            self.take_back()
+
+    def give(self, held: "Held") -> None:
+        """The graph that used these blocks is gone (its launches are enqueued before any
+        later use): they, and those of arrays still alive when they die, come back."""
+        held.open = False
+        self.take_back()
+        for key, block in held.blocks:
+            self._free.setdefault(key, []).append(block)
+            self.idle += key[1]
+        held.blocks = []
+        self.trim(self.IDLE_CAP)
+
+    @contextlib.contextmanager
     def within(self, room: int):
         """The pool under a memory budget whose plan leaves `room` bytes: its idle blocks count
         as used, so at most `room` are kept (the rest let go now), and blocks are the size
@@ -203,6 +234,15 @@ class DevicePool:
             yield self
         finally:
             self.IDLE_CAP, self._exact = old
+
+
+class Held:
+    """Blocks a CUDA graph owns (DevicePool.hold)."""
+    __slots__ = ("blocks", "open")
+
+    def __init__(self):
+        self.blocks: list[tuple] = []  # (free-list key, block)
+        self.open = True
 
 
 class Staging:
