@@ -9,7 +9,7 @@ finalizer returns the block. The backend has one stream and every use of a block
 on it, so work enqueued after a block came back runs after its last use: reuse needs no wait
 and never frees through numba's deferred deallocation (which synchronizes).
 
-While uploads run on a second stream (the budget's chunks: CudaBackend.overlapped_uploads),
+While uploads run on a second stream (the budget's chunks: Uploads.overlapped),
 that order no longer covers a block the upload stream writes: the pool then records a fence
 (an event on the compute stream) for each block it takes back, and `take` hands the fence out
 with the block, for the upload stream to wait on before it writes (blocks idle from before get
@@ -292,6 +292,54 @@ class Staging:
         """The stream has been synchronized: every upload is done."""
         for entry in self._bufs:
             entry[1] = None
+
+
+class Uploads:
+    """Where uploads go (through Staging): on the compute stream, in its order; or, while
+    `overlapped` runs (the budget's chunks: the next chunk's rows go up while this one's
+    kernels run), on a second stream: the compute stream waits on each upload's event before
+    reading it, and an upload into a pool block waits on the fence of the block's last use
+    (DevicePool.take). Under the simulator streams and events do nothing: tests record the
+    waits."""
+
+    def __init__(self, api, event, pool: DevicePool, staging: Staging):
+        self._api, self._event, self._pool, self._staging = api, event, pool, staging
+        self._streams: dict = {}  # api (the device's, the simulator's) -> its upload stream
+        self.stream = None  # the upload stream while overlapped
+
+    @contextlib.contextmanager
+    def overlapped(self, compute):
+        if self.stream is not None:
+            yield
+            return
+        api = self._api()
+        if api not in self._streams:
+            self._streams[api] = api.stream()
+        self.stream = self._streams[api]
+        self._pool.fences(True, lambda: self._fence(compute))
+        try:
+            yield
+        finally:
+            self._pool.fences(False)
+            self.stream = None
+
+    def upload(self, host_bytes: np.ndarray, compute):
+        """A pool block holding host_bytes (flat uint8) for work enqueued on `compute` after
+        this call."""
+        block, fence = self._pool.take(host_bytes.shape, np.uint8)
+        if self.stream is None:
+            self._staging.upload(block, host_bytes, compute)
+        else:
+            self._staging.upload(block, host_bytes, self.stream, after=fence)
+            self._fence(self.stream).wait(compute)
+        return block
+
+    def _fence(self, stream):
+        """An event recorded on `stream` now: work enqueued after a wait on it runs after the
+        work enqueued there so far."""
+        ev = self._event()
+        ev.record(stream)
+        return ev
 
 
 class Borrowed(Buffer):

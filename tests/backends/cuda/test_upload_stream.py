@@ -1,8 +1,8 @@
-"""A second stream for the budget's uploads (issue 21 item 6; CudaBackend.overlapped_uploads,
-memory.DevicePool.take): under the simulator streams and events do nothing, so these tests
-record which events are recorded and waited on, on which stream, around each upload and launch,
-and check the order a GPU would need: the compute stream waits on each upload's event before
-the next launch, and an upload into a reused pool block waits on the fence of its last use."""
+"""A second stream for the budget's uploads (issue 21 item 6; memory.Uploads, DevicePool.take):
+under the simulator streams and events do nothing, so these tests record which events are
+recorded and waited on, on which stream, around each upload and launch, and check the order a
+GPU would need: the compute stream waits on each upload's event before the next launch, and
+an upload into a reused pool block waits on the fence of its last use."""
 from __future__ import annotations
 
 import numpy
@@ -37,7 +37,7 @@ class _Log(list):
 
     def stream_name(self, s):
         return "compute" if s is self.be.stream() else \
-            "upload" if s is self.be._upload_stream else "other"
+            "upload" if s is self.be._uploads.stream else "other"
 
     def event(self):
         self.n += 1
@@ -48,7 +48,7 @@ class _Log(list):
 def recorded(monkeypatch):
     be = backends.get("cuda")
     log = _Log(be)
-    monkeypatch.setattr(be, "_event", log.event)
+    monkeypatch.setattr(be, "_event", log.event)  # (Uploads calls it through the backend)
     upload = be._staging.upload
 
     def logged_upload(dev, host, stream, after=None):
