@@ -12,8 +12,9 @@ When (GraphReplay.run, per jit entry):
   the graph is instantiated and launched. Later replays with those pointers launch the graph.
 - A graph's results lie in its own blocks, which its next launch writes again: each launch
   copies them into new pool blocks (device to device, on the stream), which the caller gets.
-- New pointers run plainly (warm again for them: the next call captures anew and the old graph
-  is let go). Any failure of the driver, or a capture that was not clean, ends capture and runs
+- New pointers run plainly (warm for them: the next call with them captures again). An entry
+  keeps the graphs of its MAX_GRAPHS most recently launched pointers: a loop `x = f(x)` passes
+  a few pool blocks in turn. Any failure of the driver, or a capture that was not clean, ends capture and runs
   plainly from then on for that entry, counted in `stats().graph_fallbacks`.
 - Not under the simulator, with CONFIG.check_nans (it reads results on the host) or when the
   driver lacks stream capture. Graphs past GRAPH_MAX_BYTES of results are not kept: a replay
@@ -31,6 +32,7 @@ from tracer.ir.stats import STATS
 from .memory import interface
 
 GRAPH_MAX_BYTES = 64 << 20
+MAX_GRAPHS = 4  # per jit entry: a loop `x = f(x)` passes a few blocks in turn
 NEEDED = ("cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphInstantiate", "cuGraphLaunch",
           "cuGraphExecDestroy", "cuGraphDestroy", "CUstream", "CUstreamCaptureMode")
 
@@ -103,9 +105,8 @@ class GraphReplay:
 
     def __init__(self, be, drv):
         self.be, self.drv = be, drv
-        self.warm = None   # pointers of the last clean plain run
-        self.ptrs = None   # pointers the graph was captured for
-        self.graph: _Graph | None = None
+        self.warm: dict[tuple, None] = {}      # pointers of recent clean plain runs (LRU)
+        self.graphs: dict[tuple, _Graph] = {}  # pointers -> the graph captured for them (LRU)
         self.off = False   # a failure: plain runs from now on
 
     def run(self, bufs, plain) -> list:
@@ -114,23 +115,28 @@ class GraphReplay:
         ptrs = None if self.off else pointers(bufs)
         if ptrs is None:
             return plain()
-        if self.graph is not None and ptrs == self.ptrs:
-            return self._launch(plain)
-        if ptrs != self.warm:
-            snap = _Snapshot(self.be)
-            res = plain()
-            self.warm = ptrs if snap.clean() and _keepable(res) else None
-            return res
-        return self._capture(ptrs, plain)
+        g = self.graphs.pop(ptrs, None)
+        if g is not None:
+            self.graphs[ptrs] = g  # (most recent last)
+            return self._launch(ptrs, plain)
+        if ptrs in self.warm:  # seen clean before: capture
+            del self.warm[ptrs]
+            return self._capture(ptrs, plain)
+        snap = _Snapshot(self.be)
+        res = plain()
+        if snap.clean() and _keepable(res):
+            self.warm[ptrs] = None
+            if len(self.warm) > 2 * MAX_GRAPHS:
+                del self.warm[next(iter(self.warm))]
+        return res
 
     def _stream(self):
         return self.drv.CUstream(int(self.be.stream()))
 
     def _capture(self, ptrs, plain) -> list:
         drv, h = self.drv, self._stream()
-        if self.graph is not None:
-            self.graph.close()
-            self.graph = None
+        if len(self.graphs) >= MAX_GRAPHS:  # the least recently launched goes
+            self.graphs.pop(next(iter(self.graphs))).close()
         relaxed = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
         if not _ok(drv.cuStreamBeginCapture(h, relaxed)):
             return self._fallback(plain)
@@ -152,17 +158,14 @@ class GraphReplay:
                 drv.cuGraphDestroy(graph)
             pool.give(held)
             return self._fallback(plain)
-        self.graph = _Graph(drv, graph, made[1], [b.value for b in res], held, pool,
-                            STATS.kernels_launched - snap.launched)
+        self.graphs[ptrs] = _Graph(drv, graph, made[1], [b.value for b in res], held, pool,
+                                   STATS.kernels_launched - snap.launched)
         STATS.kernels_launched = snap.launched  # (counted again when the graph runs)
-        self.ptrs = ptrs
-        return self._launch(plain)
+        return self._launch(ptrs, plain)
 
-    def _launch(self, plain) -> list:
-        g = self.graph
+    def _launch(self, ptrs, plain) -> list:
+        g = self.graphs[ptrs]
         if not _ok(self.drv.cuGraphLaunch(g.exec, self._stream())):
-            g.close()
-            self.graph = None
             return self._fallback(plain)
         STATS.graph_launches += 1
         STATS.kernels_launched += g.kernels
@@ -177,6 +180,9 @@ class GraphReplay:
     def _fallback(self, plain) -> list:
         STATS.graph_fallbacks += 1
         self.off = True
+        for g in self.graphs.values():
+            g.close()
+        self.graphs.clear()
         return plain()
 
 

@@ -105,7 +105,7 @@ def test_capture_once_then_launch_the_graph_while_pointers_stay():
     assert (plain.runs, drv.calls) == (1, [])
     got = g.run(arg, plain)  # captured (the fake records, the simulator ran it) and launched
     assert drv.calls == ["begin", "end", "instantiate", "launch"] and plain.runs == 2
-    owned = g.graph.outs[0]
+    owned = next(iter(g.graphs.values())).outs[0]
     assert _addr(got[0].value) != _addr(owned)  # a copy: the next launch writes the graph's own
     numpy.testing.assert_array_equal(got[0].value.copy_to_host(), numpy.arange(10) + 2)
     # the captured intermediate never goes back to the pool while the graph lives
@@ -117,7 +117,7 @@ def test_capture_once_then_launch_the_graph_while_pointers_stay():
     assert (s.graph_launches, s.graph_fallbacks, s.kernels_launched) == (2, 0, 6)
 
 
-def test_new_pointers_run_plainly_then_capture_anew():
+def test_new_pointers_run_plainly_then_get_their_own_graph():
     be, drv = _Backend(), FakeDriver()
     g, plain = GraphReplay(be, drv), _Plain(be)
     a, b = _arg(), _arg(6)
@@ -126,12 +126,30 @@ def test_new_pointers_run_plainly_then_capture_anew():
     drv.calls.clear()
     g.run(b, plain)  # other pointers: plain, warm for b
     assert drv.calls == [] and plain.runs == 3
-    held = plain.tmp[1]  # the intermediate of the capture for a
-    g.run(b, plain)  # a's graph is let go (its blocks back in the pool) and b's captured
-    assert drv.calls == ["destroy", "begin", "end", "instantiate", "launch"]
-    # (b's capture, or a later hand-out, takes it from the pool again)
-    assert held in plain.tmp[3:] + [_addr(be.empty((40,), numpy.float32)) for _ in range(3)]
+    g.run(b, plain)
+    assert drv.calls == ["begin", "end", "instantiate", "launch"]
+    g.run(a, plain)  # a's graph is kept: a loop `x = f(x)` passes a few blocks in turn
+    assert drv.calls[-1] == "launch" and plain.runs == 4
     assert tracer.stats().graph_fallbacks == 0
+
+
+def test_the_least_recently_launched_graph_goes_and_its_blocks_come_back():
+    be, drv = _Backend(), FakeDriver()
+    g, plain = GraphReplay(be, drv), _Plain(be)
+    args = [_arg(n) for n in range(1, graphs.MAX_GRAPHS + 2)]
+    for a in args[:-1]:
+        g.run(a, plain)
+        g.run(a, plain)  # captured
+    first = plain.tmp[1]  # the first graph's intermediate, held
+    assert len(g.graphs) == graphs.MAX_GRAPHS and "destroy" not in drv.calls
+    g.run(args[-1], plain)
+    g.run(args[-1], plain)
+    assert drv.calls.count("destroy") == 1 and len(g.graphs) == graphs.MAX_GRAPHS
+    # (the new capture's run, or a later hand-out, takes the first graph's block again)
+    assert first in plain.tmp[-1:] + [_addr(be.empty((40,), numpy.float32)) for _ in range(3)]
+    drv.calls.clear()
+    g.run(args[0], plain)  # its graph is gone: warm again
+    assert drv.calls == []
 
 
 @pytest.mark.parametrize("fail", ["begin", "end", "instantiate", "launch"])
@@ -143,7 +161,7 @@ def test_a_driver_failure_falls_back_to_plain_launches_for_good(fail):
     got = g.run(arg, plain)
     # a failed capture recorded without running: the replay runs plainly after it
     runs = 2 if fail == "begin" else 3
-    assert plain.runs == runs and g.graph is None
+    assert plain.runs == runs and not g.graphs
     numpy.testing.assert_array_equal(got[0].value.copy_to_host(), numpy.arange(10) + runs)
     n = len(drv.calls)
     g.run(arg, plain)
