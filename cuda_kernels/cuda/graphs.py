@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from tracer.ir.config import CONFIG
 from tracer.ir.node import Buffer
 from tracer.ir.stats import STATS
@@ -52,14 +54,19 @@ def usable():
 
 
 def pointers(bufs) -> tuple | None:
-    """What a graph's launches depend on of the bound buffers: each one's device address,
-    shape and dtype; None where one is not a device array (it is uploaded at each run)."""
+    """What a graph's launches depend on of the bound buffers: each device array's address,
+    shape and dtype, a small host value's bytes (a plan parameter: a kernel argument the
+    graph holds, or an upload, which keeps the run from being captured); None where a host
+    array is uploaded at each run."""
     out = []
     for b in bufs:
         v = b.value
-        if not hasattr(v, "copy_to_host"):
+        if hasattr(v, "copy_to_host"):
+            out.append((interface(v, None)["data"][0], tuple(v.shape), v.dtype.str))
+        elif isinstance(v, (np.ndarray, np.generic)) and v.size <= 16:
+            out.append(("value", v.shape, v.dtype.str, v.tobytes()))
+        else:
             return None
-        out.append((interface(v, None)["data"][0], tuple(v.shape), v.dtype.str))
     return tuple(out)
 
 

@@ -176,7 +176,7 @@ def test_an_unclean_replay_is_never_captured():
     for _ in range(3):
         g.run(arg, plain)
     assert drv.calls == [] and plain.runs == 3
-    host = [Buffer(numpy.zeros(4, numpy.float32))]  # a host argument: uploaded at each run
+    host = [Buffer(numpy.zeros(40, numpy.float32))]  # a host argument: uploaded at each run
     clean = _Plain(be)
     for _ in range(3):
         g.run(host, clean)
@@ -215,3 +215,17 @@ def test_jit_replays_launch_the_graph_without_running_the_plan(monkeypatch):
 
 def test_no_graphs_under_the_simulator():
     assert graphs.usable() is None
+
+
+def test_small_host_values_key_the_graph_by_value():
+    """A plan parameter bound as a host scalar: the graph holds it (a kernel argument), so
+    another value is other pointers."""
+    be, drv = _Backend(), FakeDriver()
+    g, plain = GraphReplay(be, drv), _Plain(be)
+    arg = _arg()
+    one, two = arg + [Buffer(numpy.float32(1))], arg + [Buffer(numpy.float32(2))]
+    for _ in range(2):
+        g.run(one, plain)
+    assert drv.calls == ["begin", "end", "instantiate", "launch"] and plain.runs == 2
+    g.run(two, plain)  # another value: runs plainly (warm for it)
+    assert len(drv.calls) == 4 and plain.runs == 3
