@@ -14,8 +14,9 @@ When (GraphReplay.run, per jit entry):
   copies them into new pool blocks (device to device, on the stream), which the caller gets.
 - New pointers run plainly (warm for them: the next call with them captures again). An entry
   keeps the graphs of its MAX_GRAPHS most recently launched pointers: a loop `x = f(x)` passes
-  a few pool blocks in turn. Any failure of the driver, or a capture that was not clean, ends capture and runs
-  plainly from then on for that entry, counted in `stats().graph_fallbacks`.
+  a few pool blocks in turn.
+- Any failure of the driver, or a capture that was not clean, ends capture and runs plainly
+  from then on for that entry (its graphs let go), counted in `stats().graph_fallbacks`.
 - Not under the simulator, with CONFIG.check_nans (it reads results on the host) or when the
   driver lacks stream capture. Graphs past GRAPH_MAX_BYTES of results are not kept: a replay
   that large is bound by its kernels, not by launching them.
