@@ -3,8 +3,8 @@ as a CUDA graph (stream capture through cuda.bindings' driver API, on the backen
 and launched as one unit while the arguments' device pointers stay the same.
 
 When (GraphReplay.run, per jit entry):
-- A replay whose bound buffers are all device arrays runs plainly, and counts as warm for
-  those pointers when it was clean: kernels launched, and no upload, copy back, host wait or
+- A replay whose bound buffers are all device arrays (or small host values: plan parameters,
+  keyed by value) runs plainly, and counts as warm for those pointers when it was clean: kernels launched, and no upload, copy back, host wait or
   error record (what a capture cannot hold or the graph would replay wrongly: a staging
   buffer's contents, a flag slot's numbering).
 - The next replay with the same pointers captures: its launches are recorded, not run, with
