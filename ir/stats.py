@@ -8,6 +8,9 @@ from dataclasses import dataclass, fields
 class Stats:
     kernels_compiled: int = 0
     kernels_launched: int = 0  # every device launch: fusions, library kernels, second passes
+    vector_launches: int = 0   # cuda: flat loop launches that took the vector variant
+    graph_launches: int = 0    # cuda: tracer.jit replays launched as one CUDA graph
+    graph_fallbacks: int = 0   # ... and replays whose capture or graph launch failed
     cache_hits_memory: int = 0
     cache_hits_disk: int = 0
     recompiles: int = 0

@@ -8,13 +8,12 @@ file. The engine calls `run`.
 On a device backend (cuda) the chunks' results stay on the device: each chunk's rows are copied
 into device outputs and its partials are added to the running ones by its own kernels, so
 nothing comes back to the host before the user reads a result. Host inputs go up a chunk's rows
-at a time through pinned staging buffers on the backend's one stream: the host stages and
-enqueues the next chunk while the device runs this one's kernels, but on the device the upload
-runs after them. Overlapping the copy engine with those kernels needs a second stream, and then
-a pool block could be reused on one stream while the other still reads it (per-block events);
-the simulator runs every launch and copy at once, so no test here could catch such a race, and
-a second stream waits for a GPU to be tested on. The device pool's idle blocks count against
-the budget: they are kept only within the room a plan leaves (DevicePool.within).
+at a time through pinned staging buffers, on a second stream while the chunks run
+(CudaBackend.overlapped_uploads): the next chunk's upload overlaps this one's kernels, the
+kernels wait on its event, and an upload into a pool block waits on the fence of the block's
+last use. The simulator runs every launch and copy at once: tests record the waits issued, and
+no GPU has run it yet. The device pool's idle blocks count against the budget: they are kept
+only within the room a plan leaves (DevicePool.within).
 """
 from __future__ import annotations
 
@@ -308,7 +307,9 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
     else:
         room = budget.limit - st.smallest(need)
         with beside(budget, st.held), \
-                _idle_within(be, room) if st.on_device else contextlib.nullcontext():
+                _idle_within(be, room) if st.on_device else contextlib.nullcontext(), \
+                backends.get(be).overlapped_uploads() if st.on_device else \
+                contextlib.nullcontext():
             for lo in range(0, split.rows, rows):
                 peak = _run_chunk(st, rows, lo, src_rows, realized, execute, outs, partial, be)
                 measured = max(measured, st.held + peak)

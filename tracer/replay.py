@@ -4,7 +4,9 @@ The first call with a signature (for each array argument: type, shape, dtype, la
 arguments by value) runs f on lazy arguments and plans the graph it returns, as an evaluation
 would. Later calls with that signature skip f, tracing, the optimizer and lowering: the new
 arguments' buffers are bound to the plan's slots and its kernels run (a small graph, which
-an evaluation would run by NumPy op by op, replays that way). Replays run through the engine,
+an evaluation would run by NumPy op by op, replays that way). On a GPU a warm replay's launches
+are captured once as a CUDA graph and launched as one while its arguments' device pointers
+stay the same (cuda_kernels/cuda/graphs.py). Replays run through the engine,
 so an error is raised at the user's line and TRACER_CHECK_NANS applies, as in an evaluation.
 
 As with jax.jit, what f reads besides its arguments (globals, closures, NumPy arrays it makes)
@@ -22,6 +24,7 @@ import numpy as np
 from tracer.ir.node import Buffer, Slot, make, toposort
 from tracer.ir.config import CONFIG
 from tracer.ir.stats import STATS
+from tracer.cuda_kernels import backends
 from . import budget, debug, eager, engine
 from .array import evaluate, ndarray
 from .store import Var, evaluate_vars
@@ -60,11 +63,12 @@ class _Replay:
     """A replayable trace: the plan (None: run by NumPy op by op, a small graph), where each slot's buffer comes from, the outputs' types,
     and the traced graph over the plan's slot leaves (its call sites kept), on which an error
     of a replay is located as evaluate locates it."""
-    __slots__ = ("program", "feeds", "outs", "single", "graph", "slots")
+    __slots__ = ("program", "feeds", "outs", "single", "graph", "slots", "device")
 
     def __init__(self, program, feeds, outs, single, graph, slots):
         self.program, self.feeds, self.outs, self.single = program, feeds, outs, single
         self.graph, self.slots = graph, slots
+        self.device = None  # a device backend's replay state (cuda: its CUDA graph)
 
 
 class jit:
@@ -143,8 +147,12 @@ class jit:
         def graph():  # the traced graph over this call's buffers
             return debug.rebind(entry.graph, entry.slots, [
                 make("input", (), s.shape, s.dtype, (("buf", bind[id(s)]),)) for s in entry.slots])
-        res = engine.interpret(graph()) if entry.program is None else \
-            engine.run(entry.program, bind, graph)
+        if entry.program is None:
+            res = engine.interpret(graph())
+        else:  # (a backend may launch the replay as one unit: cuda's CUDA graphs)
+            be = backends.get(entry.program.backend)
+            run = lambda: engine.run(entry.program, bind, graph)  # noqa: E731
+            res = be.replay(entry, list(bind.values()), run) if hasattr(be, "replay") else run()
         outs = [ndarray(Var(make("input", (), shape, dtype, (("buf", b),))))
                 for (shape, dtype), b in zip(entry.outs, res)]
         return outs[0] if entry.single else tuple(outs)

@@ -11,7 +11,9 @@ Kernels
   arithmetic, cast back at every step); the launch takes the 32-bit one where the output has
   fewer than 2**31 elements. Subscripts are unsigned (no negative-index wrap), as on the CPU.
   A kernel whose output is the transpose of its last two axes goes through a shared-memory
-  tile (cuda/transpose.py): coalesced reads and writes.
+  tile (cuda/transpose.py): coalesced reads and writes. A 1-D loop over same-shaped arrays
+  also has a vector variant (16 bytes a thread through ld/st.global.v2/v4, cuda/vector.py),
+  launched where every array is contiguous and aligned.
 - Reductions: one launch of the form cuda/reduce.py picks by shape: a thread per output in
   NumPy's order (float sums pairwise as NumPy adds them, so results are NumPy's to the bit), or
   G blocks per output whose last block to finish combines the partials in a fixed tree. No
@@ -35,7 +37,10 @@ Streams and waits
   `stats().host_waits`) only where it reads values: `to_host` (results, `float()`, printing,
   the interpreter fallbacks' arguments, a dynamic slice's starts), or where the error records
   or the pinned staging buffers run out. Pool memory is reused in stream order.
-- Uploads go through pinned staging buffers (memory.Staging), asynchronously.
+- Uploads go through pinned staging buffers (memory.Staging), asynchronously; a budget's
+  chunks upload on a second stream (overlapped_uploads), with events ordering the two.
+- A tracer.jit replay on a device is captured once as a CUDA graph and launched as one
+  (cuda/graphs.py).
 - Index kernels flag an out-of-bounds index in their slot of a device error buffer; `sync`
   reads the slots used since the last wait and raises the first flagged error at the user's
   line (tracer.debug.raise_device_error).
@@ -83,10 +88,11 @@ from .reduce import gen_block, gen_thread, gen_warp
 from .launch import SIM_MAX_BLOCKS, Launcher  # noqa: F401 - (SIM_MAX_BLOCKS: tests read it here)
 from .index import device_gather, device_scatter, gen_index
 from .libs import tiled_matmul
-from .memory import Borrowed, DevicePool, Staging, cstrides, from_interface, interface
+from .memory import Borrowed, DevicePool, Staging, Uploads, cstrides, from_interface, interface
 from .sim import shared_arrays_once, sim_ldcg, warp_shuffles
 from .transpose import gen_tiled_loop, gen_transpose, tiled_transpose, tiles_last_two
 from .toolchain import device_api
+from .vector import vector_globals
 
 FLAG_SLOTS = 256  # device error records between two host waits (index kernels: one a launch)
 _LIB: dict[str, object] = {}  # library kernels' modules by name (kind, argument and mode)
@@ -121,6 +127,7 @@ class CudaBackend(Launcher, Backend):
         self.geometry = occupancy.Geometry(lambda: self._cuda.get_current_device())
         self.pool = DevicePool(self._api)
         self._staging = Staging(self._api, self._waited, self._event)
+        self._uploads = Uploads(self._api, lambda: self._event(), self.pool, self._staging)
         self._per_mode: dict[str, tuple] = {}  # mode -> (stream, device flags, their host copy)
         # per flag slot handed out since the last wait: (node, its index axes' sizes, the
         # evaluation's graph, the raw site of the user's line that evaluated it)
@@ -151,7 +158,8 @@ class CudaBackend(Launcher, Backend):
             from numba.cuda.cache_hints import ldcg_intrinsic as ldcg
             from .cache import jit  # lazy: device mode only (numba-cuda caching)
             dev = self._cuda.jit(device=True, inline="always")
-        return {"cuda": self._cuda, "_jit": jit, "_devjit": dev, "_ldcg": ldcg}
+        return {"cuda": self._cuda, "_jit": jit, "_devjit": dev, "_ldcg": ldcg,
+                **vector_globals(CONFIG.cuda_sim)}
 
     def generate(self, body: Node, kind: str, name: str, flat: bool, parallel: bool) -> Gen:
         em = CudaEmitter(body)
@@ -234,11 +242,14 @@ class CudaBackend(Launcher, Backend):
             a = a.copy(order="C")
         if a.nbytes == 0:
             return self._api().device_array(a.shape, a.dtype)
-        block = self.pool.empty((a.nbytes,), np.uint8)  # back to the pool when its leaf dies
-        self._staging.upload(block, a.reshape(-1).view(np.uint8), self.stream())
+        block = self._uploads.upload(a.reshape(-1).view(np.uint8), self.stream())
         STATS.h2d_copies += 1
         STATS.h2d_bytes += a.nbytes
-        return block.view(a.dtype).reshape(a.shape)
+        return block.view(a.dtype).reshape(a.shape)  # (back to the pool when its leaf dies)
+
+    def overlapped_uploads(self):
+        """`with`: uploads go on a second stream meanwhile (memory.Uploads)."""
+        return self._uploads.overlapped(self.stream())
 
     def from_buffer(self, buf: Buffer):
         """The device value of a leaf: a host array is copied once; the device copy replaces

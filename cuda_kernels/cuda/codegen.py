@@ -14,6 +14,7 @@ from ..emit import Emitter, tname, unsigned_index
 from ..helpers import HELPERS
 from ..planning import (acc_dtype, combine_expr, combine_text, emit_ready, ident_literal,
                         row_index, row_plan, stores)
+from .vector import gen_vector, lanes, vector_body
 
 HEADER = """import math
 import numba
@@ -123,7 +124,8 @@ class CudaEmitter(Emitter):
 
 def gen_loop(em: CudaEmitter, body: Node, name: str, flat: bool) -> str:
     """A grid-stride loop over the output (grid_loops: 1-D where flat or rank 1, else 2-D),
-    in both index variants; a 0-d output is written by thread 0."""
+    in both index variants; a 0-d output is written by thread 0. A 1-D loop over same-shaped
+    arrays also gets its vector variants (cuda/vector.py)."""
     rank = 1 if flat else em.outputs[0].ndim
     idx = [f"i{k}" for k in range(rank)]
     args = em.out_names + [em.pname(p) for p in em.params] + [em.cname(c) for c in em.consts] + \
@@ -133,8 +135,12 @@ def gen_loop(em: CudaEmitter, body: Node, name: str, flat: bool) -> str:
     if rank == 0:
         return _variants(name, args, lambda U: ["    if cuda.grid(1) == 0:"] +
                          ["        " + s for s in inner])
-    return _variants(name, args, lambda U: grid_loops(U, [f"n{k}" for k in range(rank)], idx,
-                                                      inner, two_d=True))
+    src = _variants(name, args, lambda U: grid_loops(U, [f"n{k}" for k in range(rank)], idx,
+                                                     inner, two_d=True))
+    w = lanes([o.dtype for o in em.outputs] + [p.dtype for p in em.params])
+    if rank == 1 and w > 1 and vector_body(body):
+        src += "\n\n\n" + gen_vector(em, name, args, INDEX_TYPES, w)
+    return src
 
 
 def gen_horizontal(em: CudaEmitter, body: Node, name: str) -> str:

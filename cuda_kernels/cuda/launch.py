@@ -15,10 +15,12 @@ from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from ..base import record_launch
 from ..planning import find_reduce, is_arg, row_plan
+from . import graphs
 from .codegen import WIDE, _tpb, index_bits
 from .reduce import partial_dtype, strategy
 from .sim import sim_math
 from .transpose import tile_launch
+from .vector import VEC, lanes, vector_ok
 
 SIM_MAX_BLOCKS = 2  # the simulator costs ~0.3 ms per simulated thread
 
@@ -100,10 +102,16 @@ class Launcher:
         sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
             tuple((p.dtype.str, p.ndim) for p in params)
         tiled = (kernel.meta or {}).get("tiled", False)
+        w = 1  # elements a thread moves at once (a vector variant: cuda/vector.py)
         if kernel.kind in ("loop", "horizontal") and not tiled:
             bits = index_bits(max(_math.prod(o.shape) for o in outs))
             fn = _index_variant(kernel, bits)
             sig += (bits,)  # the simulator's compile count tells the variants apart
+            if kernel.kind == "loop":
+                vec, w = _vector_variant(kernel, bits, targets, params)
+                if vec is not None:
+                    fn, sig = vec, sig + ("vector",)
+                    STATS.vector_launches += 1
         before, compiled = self._compiled([fn, *forms], sig)
         if CONFIG.cuda_sim:
             sim_math(fn, *forms)
@@ -129,7 +137,8 @@ class Launcher:
                 sizes = tuple(out.shape) or (1,)  # a flat kernel's target is already 1-D
                 args = (*targets, *params, *consts, *sizes)
                 t = self.loop_tpb(fn, args)
-                grid, block = self._loop_geometry(sizes, t, fn, args)
+                grid, block = self._loop_geometry((-(-sizes[0] // w),) if w > 1 else sizes, t,
+                                                  fn, args)
                 fn[grid, block, stream](*args)
         elif kernel.kind == "row":
             plan = row_plan(body)
@@ -144,6 +153,17 @@ class Launcher:
         new = compiled()
         record_launch(time.perf_counter() - t0, new, recompile=new and before > 0,
                       launches=launches)
+
+    def replay(self, entry, bufs: list, run) -> list:
+        """A tracer.jit replay (`entry`, over bound buffers `bufs`): `run()` enqueues its
+        launches; on a device they are captured once as a CUDA graph and the graph launched
+        where the pointers allow (cuda/graphs.py)."""
+        drv = graphs.usable()
+        if drv is None:
+            return run()
+        if entry.device is None:
+            entry.device = graphs.GraphReplay(self, drv)
+        return entry.device.run(bufs, run)
 
     def _launch_reduce(self, kernel, body: Node, target, params, consts, stream) -> int:
         """One launch of the form `reduce.strategy` picks (cuda/reduce.py); returns the
@@ -193,6 +213,19 @@ def _index_variant(kernel, bits: int):
     if bits == 32:
         return kernel.fn
     return getattr(sys.modules[f"tracer_gen.{kernel.module}"], kernel.name + WIDE)
+
+
+def _vector_variant(kernel, bits: int, targets, params) -> tuple:
+    """(a flat loop kernel's vector variant, its lanes) where it has one (cuda/vector.py) and
+    every array allows it, else (None, 1)."""
+    if len(targets[0].shape) != 1:
+        return None, 1
+    fn = getattr(sys.modules.get(f"tracer_gen.{kernel.module}"),
+                 kernel.name + VEC + ("" if bits == 32 else WIDE), None)
+    w = lanes([a.dtype for a in (*targets, *params)])
+    if fn is None or not vector_ok([*targets, *params], w):
+        return None, 1
+    return fn, w
 
 
 def _thread_of(kernel, form: str = "thread"):

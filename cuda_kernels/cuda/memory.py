@@ -8,6 +8,14 @@ handed out dies (a result the user dropped, an uploaded input): each hand-out is
 finalizer returns the block. The backend has one stream and every use of a block is enqueued
 on it, so work enqueued after a block came back runs after its last use: reuse needs no wait
 and never frees through numba's deferred deallocation (which synchronizes).
+
+While uploads run on a second stream (the budget's chunks: Uploads.overlapped),
+that order no longer covers a block the upload stream writes: the pool then records a fence
+(an event on the compute stream) for each block it takes back, and `take` hands the fence out
+with the block, for the upload stream to wait on before it writes (blocks idle from before get
+the fence recorded when the uploads started). It hands out the block idle longest, whose
+fence is the likeliest to have passed, so an upload need not wait for the kernels still
+reading a block just given back.
 """
 from __future__ import annotations
 
@@ -64,34 +72,57 @@ class DevicePool:
         self._held: dict[int, object] = {}  # token -> the lease of a block released early
         self._tokens = itertools.count()
         self._exact = False  # under a budget: blocks of the bytes asked for (see within)
+        self.fence = None  # () -> an event on the compute stream, while uploads have their own
+        self._fences: dict[int, object] = {}  # id(idle block) -> its fence
+        self._since = None  # the fence of blocks idle since before the fences began
+        self._holding: Held | None = None  # (hold) blocks handed out now go back to it
+        self._held_by: dict[int, Held] = {}  # token -> the Held its block goes back to
         self.idle = 0
         self.hits = 0
         self.allocs = 0
         self.returned = 0  # blocks that came back when their arrays died
 
     def empty(self, shape, dtype):
+        return self.take(shape, dtype)[0]
+
+    def fences(self, on: bool, fence=None) -> None:
+        """Start (with `fence`: () -> an event recorded on the compute stream) or stop
+        recording the fences of blocks taken back (module doc)."""
+        self.take_back()
+        self.fence = fence if on else None
+        self._since = fence() if on else None
+        self._fences.clear()
+
+    def take(self, shape, dtype) -> tuple:
+        """(an array as `empty` gives, the fence its block's last use is behind or None)."""
         self.take_back()
         dtype = np.dtype(dtype)
         shape = tuple(shape)
         nbytes = math.prod(shape) * dtype.itemsize
         api = self._api()
         if nbytes == 0:
-            return api.device_array(shape, dtype)
+            return api.device_array(shape, dtype), None
         key = (api, nbytes if self._exact else size_class(nbytes))
         blocks = self._free.get(key)
+        fence = None
         if blocks:
-            block = blocks.pop()
+            # with fences, the block idle longest: fences pass in the order they were recorded,
+            # so its readers are the likeliest to be done (the upload need not wait)
+            block = blocks.pop(0 if self.fence is not None else -1)
+            fence = self._fences.pop(id(block), self._since)
             self.idle -= key[1]
             self.hits += 1
         else:
             block = api.device_array(key[1], np.uint8)
             self.allocs += 1
         token = next(self._tokens)
+        if self._holding is not None:
+            self._held_by[token] = self._holding
         flat, lease = self._lease(block, nbytes, token)
         arr = flat.view(dtype).reshape(shape)
         self._out[token] = (key, block, id(arr), lease)
         self._by_arr[id(arr)] = (weakref.ref(arr), token)
-        return arr
+        return arr, fence
 
     def _lease(self, block, nbytes: int, token: int):
         """(a flat uint8 array over the first nbytes of block, what the pool must hold for
@@ -139,7 +170,13 @@ class DevicePool:
         ref = self._by_arr.get(arr_id)
         if ref is not None and ref[1] == token:
             del self._by_arr[arr_id]
+        held = self._held_by.pop(token, None)
+        if held is not None and held.open:  # work captured in a CUDA graph still uses it
+            held.blocks.append((key, block))
+            return True
         self._free.setdefault(key, []).append(block)
+        if self.fence is not None:  # (work enqueued so far includes the block's last use)
+            self._fences[id(block)] = self.fence()
         self.idle += key[1]
         self.trim(self.IDLE_CAP)
         return True
@@ -153,13 +190,36 @@ class DevicePool:
         for key in sorted(self._free, key=lambda k: -k[1]):
             blocks = self._free[key]
             while self.idle > cap and blocks:
-                blocks.pop(0)
+                self._fences.pop(id(blocks.pop(0)), None)
                 self.idle -= key[1]
                 dropped = True
         if dropped and self._exact:
             pending = getattr(self._api().current_context(), "deallocations", None)
             if pending is not None:  # (none under the simulator)
                 pending.clear()
+
+    @contextlib.contextmanager
+    def hold(self):
+        """Blocks handed out meanwhile (work a CUDA graph captures: cuda/graphs.py) never go
+        back to the pool while the Held this yields is open, whenever their arrays die: the
+        graph's launches would write them. `give(held)` returns them."""
+        held = self._holding = Held()
+        try:
+            yield held
+        finally:
+            self._holding = None
+            self.take_back()
+
+    def give(self, held: "Held") -> None:
+        """The graph that used these blocks is gone (its launches are enqueued before any
+        later use): they, and those of arrays still alive when they die, come back."""
+        held.open = False
+        self.take_back()
+        for key, block in held.blocks:
+            self._free.setdefault(key, []).append(block)
+            self.idle += key[1]
+        held.blocks = []
+        self.trim(self.IDLE_CAP)
 
     @contextlib.contextmanager
     def within(self, room: int):
@@ -174,6 +234,15 @@ class DevicePool:
             yield self
         finally:
             self.IDLE_CAP, self._exact = old
+
+
+class Held:
+    """Blocks a CUDA graph owns (DevicePool.hold)."""
+    __slots__ = ("blocks", "open")
+
+    def __init__(self):
+        self.blocks: list[tuple] = []  # (free-list key, block)
+        self.open = True
 
 
 class Staging:
@@ -203,8 +272,11 @@ class Staging:
         self._on_wait()
         return entry
 
-    def upload(self, dev_bytes, host_bytes: np.ndarray, stream) -> None:
-        """dev_bytes[:] = host_bytes (both flat uint8), enqueued on `stream`."""
+    def upload(self, dev_bytes, host_bytes: np.ndarray, stream, after=None) -> None:
+        """dev_bytes[:] = host_bytes (both flat uint8), enqueued on `stream`; `after`: an
+        event `stream` waits on first (the fence of dev_bytes' last use, DevicePool.take)."""
+        if after is not None:
+            after.wait(stream)
         for lo in range(0, host_bytes.size, self.CHUNK):
             hi = min(lo + self.CHUNK, host_bytes.size)
             entry = self._free()
@@ -220,6 +292,54 @@ class Staging:
         """The stream has been synchronized: every upload is done."""
         for entry in self._bufs:
             entry[1] = None
+
+
+class Uploads:
+    """Where uploads go (through Staging): on the compute stream, in its order; or, while
+    `overlapped` runs (the budget's chunks: the next chunk's rows go up while this one's
+    kernels run), on a second stream: the compute stream waits on each upload's event before
+    reading it, and an upload into a pool block waits on the fence of the block's last use
+    (DevicePool.take). Under the simulator streams and events do nothing: tests record the
+    waits."""
+
+    def __init__(self, api, event, pool: DevicePool, staging: Staging):
+        self._api, self._event, self._pool, self._staging = api, event, pool, staging
+        self._streams: dict = {}  # api (the device's, the simulator's) -> its upload stream
+        self.stream = None  # the upload stream while overlapped
+
+    @contextlib.contextmanager
+    def overlapped(self, compute):
+        if self.stream is not None:
+            yield
+            return
+        api = self._api()
+        if api not in self._streams:
+            self._streams[api] = api.stream()
+        self.stream = self._streams[api]
+        self._pool.fences(True, lambda: self._fence(compute))
+        try:
+            yield
+        finally:
+            self._pool.fences(False)
+            self.stream = None
+
+    def upload(self, host_bytes: np.ndarray, compute):
+        """A pool block holding host_bytes (flat uint8) for work enqueued on `compute` after
+        this call."""
+        block, fence = self._pool.take(host_bytes.shape, np.uint8)
+        if self.stream is None:
+            self._staging.upload(block, host_bytes, compute)
+        else:
+            self._staging.upload(block, host_bytes, self.stream, after=fence)
+            self._fence(self.stream).wait(compute)
+        return block
+
+    def _fence(self, stream):
+        """An event recorded on `stream` now: work enqueued after a wait on it runs after the
+        work enqueued there so far."""
+        ev = self._event()
+        ev.record(stream)
+        return ev
 
 
 class Borrowed(Buffer):

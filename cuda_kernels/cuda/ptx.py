@@ -26,6 +26,7 @@ from .backend import CudaBackend
 from .codegen import WIDE
 from .cache import ptx as cached_ptx
 from .reduce import partial_dtype
+from .vector import VEC
 
 
 def nb_array(dtype, ndim: int):
@@ -38,10 +39,12 @@ def _py_func(f):
     return getattr(f, "py_func", None) or f.fn  # a cuda.jit dispatcher, or a simulator kernel
 
 
-def compile_ptx(fusion: Node, kernel, cc=(9, 0), wide: bool = False) -> dict[str, str]:
+def compile_ptx(fusion: Node, kernel, cc=(9, 0), wide: bool = False, vector: bool = False
+                ) -> dict[str, str]:
     """PTX for a fusion node's CUDA kernel(s), compiled without a GPU (needs NVRTC): the kernel
     must have been planned with `cuda_sim=False` (its module is loaded here if it is not yet).
-    `wide`: a loop kernel's 64-bit index variant too (codegen.INDEX_TYPES)."""
+    `wide`: a loop kernel's 64-bit index variant too (codegen.INDEX_TYPES); `vector`: its
+    vector variants (cuda/vector.py) too, where it has them."""
     with context(cuda_sim=False):
         load_kernels([kernel], CudaBackend())
     mod = sys.modules[f"tracer_gen.{kernel.module}"]
@@ -54,6 +57,9 @@ def compile_ptx(fusion: Node, kernel, cc=(9, 0), wide: bool = False) -> dict[str
     names = [kernel.name]
     if kernel.kind in ("loop", "horizontal") and wide and not (kernel.meta or {}).get("tiled"):
         names.append(kernel.name + WIDE)
+    if vector:
+        names += [v for v in (kernel.name + VEC + n[len(kernel.name):] for n in list(names))
+                  if hasattr(mod, v)]
     if kernel.kind == "loop":
         sig += [numba.int64] * max(rank, 1)
     elif kernel.kind == "row":

@@ -116,3 +116,15 @@ def warp_shuffles() -> None:
 def sim_ldcg(a, i):
     """`ld.global.cg` (a load past L1, cuda/reduce.py's block form) for simulated kernels."""
     return a[i]
+
+
+def sim_vector(w: int) -> tuple:
+    """(_vld, _vst) of w lanes (cuda/vector.py) for simulated kernels: the lanes as a tuple,
+    a tuple stored element by element."""
+    def vld(a, b):
+        return tuple(a[b + k] for k in range(w))
+
+    def vst(a, b, vals):
+        for k in range(w):
+            a[b + k] = vals[k]
+    return vld, vst
