@@ -331,12 +331,10 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
     # before the `output` nodes that pick them out run
     results: dict[int, list] = {}
     for r in program.roots if meter is not None else ():
-        results.setdefault(id(r), []).append(None)
-        while r.op in VIEW_OPS:  # a view's base holds the result's memory: results too
-            r = r.inputs[0]
-            results.setdefault(id(r), []).append(None)
-        if r.op == "output":
-            results.setdefault(id(r.inputs[0]), []).append(r.attr("index"))
+        for m in storage_chain(r, program.inplace):  # (all hold the result's memory)
+            results.setdefault(id(m), []).append(None)
+        if m.op == "output":
+            results.setdefault(id(m.inputs[0]), []).append(m.attr("index"))
     release = be.release if be.releases_storage else None
     roots_of_storage = program.storage_roots if release is not None else set()
     stores: dict[int, object] = {}  # storage roots' values, until their storage dies
@@ -411,6 +409,21 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
             v = np.asarray(v)
         out.append(Buffer(v))
     return out
+
+
+def storage_chain(n: Node, inplace) -> list[Node]:
+    """n and the values whose memory n's value is: a view's base, an update's operand where it
+    runs in place (`inplace`: Program.inplace), the param a fusion writes over (`reuse`); the
+    last one allocated it."""
+    chain = [n]
+    while True:
+        if n.op in VIEW_OPS or id(n) in inplace:
+            n = n.inputs[0]
+        elif n.op == "fusion" and n.attr("reuse") is not None:
+            n = n.inputs[n.attr("reuse")]
+        else:
+            return chain
+        chain.append(n)
 
 
 def _fresh_outputs(got, params: list):

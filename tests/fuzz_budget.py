@@ -64,7 +64,24 @@ def draw(seed: int) -> Case:
     if rng.random() < 0.3 and kind == "f":  # a row normalization (softmax-like)
         lines.append("t = t - t.max(1, keepdims=True)")
         lines.append("t = np.exp(t) / np.exp(t).sum(1, keepdims=True)")
-    if rng.random() < 0.2:
+    extra = rng.random()  # one of: a scan, a sort, a select, a concatenation, a write, a
+    if extra < 0.08:      # product, a column statistic that meets the rows again
+        lines.append(f"t = np.cumsum(t, {pick([0, 1])})")
+    elif extra < 0.16:
+        lines.append("t = np.sort(t, 1)")
+    elif extra < 0.24:
+        lines.append("t = np.where(t > 0, t, 0 * t)")
+    elif extra < 0.32:
+        lines.append(f"t = np.concatenate([t, t * 2], {pick([0, 1])})")
+    elif extra < 0.40:
+        lines.append(f"t[:, {int(rng.integers(0, m))}] = 1")
+    elif extra < 0.48:
+        lines.append("t = t @ np.ones((t.shape[1], 3), t.dtype)")
+    elif extra < 0.56 and kind == "f":
+        lines.append(f"t = t - t.mean({pick([0, 1])}, keepdims=True)")
+    elif extra < 0.62 and kind == "f":
+        lines.append(f"t = t.{pick(['std', 'var'])}({pick([0, 1])})[:, None] * t[:1]")
+    if rng.random() < 0.2 and "std" not in lines[-1]:
         lo, hi = sorted(int(v) for v in rng.integers(0, n + 1, 2))
         lines.append(f"t = t[{lo}:{hi + 1}]")
     if rng.random() < 0.15:

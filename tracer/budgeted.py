@@ -35,12 +35,12 @@ from .budget import Budget, MemoryBudgetError, beside, fmt_bytes
 
 
 def _result_bytes(program) -> int:
-    """The memory a program's results take that is new: a result that is an input, or a view
-    of one, is the user's."""
+    """The memory a program's results take that is new: all of the buffer a result lives in
+    (a view of a larger one holds all of it); a result that is an input, or a view of one,
+    is the user's."""
     bases = {}
     for r in program.roots:
-        while r.op in VIEW_OPS:
-            r = r.inputs[0]
+        r = executor.storage_chain(r, program.inplace)[-1]
         if r.op not in ("input", "const"):
             bases[id(r)] = r.nbytes
     return sum(bases.values())
