@@ -231,3 +231,24 @@ def test_device_views_are_numpys_views(make):
         want = _numpy_view(m, want)
     assert v.shape == want.shape and numpy.shares_memory(v._ary, dev._ary)
     numpy.testing.assert_array_equal(v.copy_to_host(), want)
+
+
+@pytest.mark.nvrtc  # (the key names the NVVM in use: skipped where there is none)
+def test_strided_specialization_has_its_own_disk_cache_key(tmp_path, monkeypatch):
+    """The disk cache (cuda/cache.py) keys an entry by its argument types, layout included: a
+    strided view's overload ('A') is stored and found apart from the C-contiguous one."""
+    from numba import types
+
+    from tracer.cuda_kernels.compiler import import_module, write_module
+    from tracer.cuda_kernels.cuda.backend import CudaBackend
+    monkeypatch.setenv("TRACER_CACHE_DIR", str(tmp_path))
+    src = "@_jit\ndef probe_views(out, a):\n    out[0, 0] = a[0, 0]\n"
+    with context(cuda_sim=False):
+        mod = import_module("t_probe_views", write_module("t_probe_views", src),
+                            CudaBackend().module_globals())
+    disp = mod.probe_views
+    c2, a2 = types.float32[:, ::1], types.float32[:, :]
+
+    def key(sig):
+        return disp._cache.key(sig, (9, 0), disp.targetoptions)[1][0]
+    assert key((c2, a2)) != key((c2, c2)) and key((c2, a2)) == key((c2, a2))
