@@ -10,6 +10,7 @@ import numpy as np
 
 from tracer.ir.node import Buffer, Node
 from tracer.ir.stats import STATS
+from .layout import unit_reshape_strides
 
 
 @dataclass
@@ -94,8 +95,10 @@ class Backend(ABC):
         return {}
 
     # ---- getting kernels ready before a run
-    def prepare(self, fusions: list[tuple[Node, object, list]]) -> None:
-        """Make the kernels of (fusion node, kernel, constants) ready before the program runs."""
+    def prepare(self, fusions: list[tuple[Node, object, list, object]]) -> None:
+        """Make the kernels of (fusion node, kernel, constants, output stand-in) ready before
+        the program runs; the stand-in (layout.py) is the slice a fusion writes its value into,
+        or None for a new array."""
 
     def ready(self, kernel) -> bool:
         """Whether `kernel` may launch now (False: it is still compiling elsewhere)."""
@@ -134,6 +137,16 @@ class Backend(ABC):
     @abstractmethod
     def flatten(self, x):
         """A 1-D view of a contiguous array."""
+
+    def slice_view(self, base, slices, shape):
+        """base[slices] (`slice.indices` triples, steps positive), reshaped to `shape` (only
+        length-1 axes differ), as a view of base: where a producer writes the value a slice
+        write assigns (the memory plan's `into`)."""
+        v = base[tuple(slice(*s) for s in slices)]
+        if v.shape == tuple(shape):
+            return v
+        return np.lib.stride_tricks.as_strided(
+            v, shape, unit_reshape_strides(v.shape, v.strides, shape, v.itemsize))
 
     # ---- running
     @abstractmethod

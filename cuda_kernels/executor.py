@@ -1,7 +1,13 @@
 """Lower an optimized graph to a program of steps (kernels, views, library calls), compile its
 kernels, and run it. Lowering plans (kernel objects with their source, memory) and writes or
 imports nothing; `compile` loads the new kernels (one batched module) and starts their
-compiles; `run` executes."""
+compiles; `run` executes.
+
+Views without copies: on a backend whose views are not free (cuda), a slice, dynamic slice,
+transpose keeping the innermost axis, or broadcast that only kernels read with full subscripts
+is handed to them as a strided view of its operand (`Program.strided`, in_place.py); a slice
+write whose value a fusion computes straight into the slice (the memory plan's `into`) has that
+fusion write into a view of the base, and does nothing itself (`Program.into`)."""
 from __future__ import annotations
 
 import time
@@ -17,6 +23,7 @@ from tracer.ir.registry import (LIBRARY_OPS, VIEW_OPS, consts_only, fusion_outpu
 from tracer.ir.stats import STATS
 from . import backends
 from .base import const_value, fill
+from .in_place import into_stand_in, strided_views, writer
 from .compiler import Kernel, load_kernels, plan_kernels
 from .progress import Bar
 from .planning import is_flat
@@ -49,6 +56,11 @@ class Program:
     # per root: True where its buffer is its own (a new one, or a donated leaf's written in
     # place), else the id of the leaf whose buffer it views, else None (MemoryPlan's)
     root_storage: tuple = ()
+    strided: set[int] = field(default_factory=set)  # views run as strided views (no copy)
+    # fusion -> the slice write it computes its value into (the memory plan's `into`)
+    into: dict[int, Node] = field(default_factory=dict)
+    passed: set[int] = field(default_factory=set)  # those slice writes (and unit reshapes
+    # of their values): their value is their first input's, already written
 
     @property
     def storage_roots(self) -> set[int]:
@@ -82,11 +94,16 @@ def _flat(n: Node) -> bool:
 def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program:
     """Plan the program: its steps, kernel objects (generated source; nothing written,
     imported or compiled) and memory. `memory`: the memory plan of these roots
-    (opt/buffer_assignment.py's MemoryPlan: peak, copied, inplace, freed_after), so liveness
-    is not built again here; `order`: the roots' toposort (the optimizer's)."""
+    (opt/buffer_assignment.py's MemoryPlan: peak, copied, inplace, freed_after, into), so
+    liveness is not built again here; `order`: the roots' toposort (the optimizer's)."""
     interpreted, consts_of = [], {}
     fills: dict[int, object] = {}
     fusions, requests = [], []
+    be = backends.get(backend)
+    into = {id(writer(n)): n for n in order if id(n) in memory.into}
+    passed = {id(i) for n in order if id(n) in memory.into for i in (n, n.inputs[1])
+              if i.op != "fusion"}
+    flat: set[int] = set()
     for n in order:
         if n.op == "fusion" and backend == "cpu" and consts_only(n.attr("body")):
             fills[id(n)] = const_value(leaf_const(n.attr("body")))  # np.full: no kernel
@@ -94,15 +111,20 @@ def lower(roots: list[Node], backend: str, memory, order: list[Node]) -> Program
             work = max([o.size for o in fusion_outputs(n.attr("body"))] +
                        [i.size for i in n.inputs])
             fusions.append(n)
-            requests.append((n.attr("body"), n.attr("kind"), _flat(n), work >= PARALLEL_MIN))
+            is_flat = _flat(n) and id(n) not in into  # (one writing into a slice subscripts)
+            if is_flat:
+                flat.add(id(n))
+            requests.append((n.attr("body"), n.attr("kind"), is_flat, work >= PARALLEL_MIN))
             consts_of[id(n)] = [const_value(c) for c in Emitter(n.attr("body")).consts]
         elif n.op not in ("input", "const", "output") and n.op not in VIEW_OPS + LIBRARY_OPS:
             interpreted.append(n.op)
-    kernels = plan_kernels(requests, backends.get(backend)) if requests else []
+    kernels = plan_kernels(requests, be) if requests else []
     kernel_of = {id(n): k for n, k in zip(fusions, kernels)}
+    strided = strided_views(order, roots, flat) if hasattr(be, "strided_view") else set()
     return Program(list(roots), order, kernels, kernel_of, backend, memory.peak, memory.copied,
                    interpreted, consts_of, set(memory.inplace), fills, _dead_after(order, roots),
-                   memory.freed_after, root_storage=memory.root_storage)
+                   memory.freed_after, root_storage=memory.root_storage, strided=strided,
+                   into=into, passed=passed)
 
 
 def compile(program: Program) -> None:
@@ -114,8 +136,8 @@ def compile(program: Program) -> None:
     load_kernels(program.kernels, be)
     program.compiled = True
     be.prepare(
-        [(n, k, program.consts_of[id(n)]) for n in program.order
-         if (k := program.kernel_of.get(id(n))) is not None])
+        [(n, k, program.consts_of[id(n)], into_stand_in(program.into.get(id(n))))
+         for n in program.order if (k := program.kernel_of.get(id(n))) is not None])
 
 
 def _dead_after(order: list[Node], roots: list[Node]) -> list[list[int]]:
@@ -171,14 +193,17 @@ def format_counters(c: dict) -> str:
 
 
 # what run does at a position of the program's order
-_INPUT, _CONST, _FILL, _FUSION, _OUTPUT, _NODE = range(6)
+_INPUT, _CONST, _FILL, _FUSION, _OUTPUT, _NODE, _VIEW, _SAME = range(8)
 
 
 def _steps(program: Program) -> list[tuple]:
     """Per position of program.order: (what, id(node), node, input ids, a, b, dead), where
     `dead` lists the values no later position reads; a and b: the constant's value, a fill's
-    value, a fusion's (kernel, (constants, reuse, output types)), an output's index, a node's
-    whether it updates in place; an input's `b`: whether it is read on the host only."""
+    value, a fusion's (kernel, (constants, reuse, output types, body, slices)), an output's
+    index, a node's whether it updates in place; an input's `b`: whether it is read on the
+    host only. A fusion writing into a slice (`into`) has the slices in its `b` and its base
+    as its last input id; its slice write is _SAME (its base's value, already written); a
+    strided view is _VIEW."""
     starts_only = _starts_only(program.order)
     steps = []
     for n, dead in zip(program.order, program.dead_after):
@@ -189,14 +214,24 @@ def _steps(program: Program) -> list[tuple]:
         elif n.op == "const":
             step = (_CONST, nid, n, ins, const_value(n), None, dead)
         elif nid in program.fills:
-            step = (_FILL, nid, n, ins, program.fills[nid], None, dead)
+            write = program.into.get(nid)  # (a fill into a slice: its base is its input)
+            step = (_FILL, nid, n, ins if write is None else (id(write.inputs[0]),),
+                    program.fills[nid], None if write is None else write.attr("slices"), dead)
         elif n.op == "fusion":
             body = n.attr("body")
             outs = tuple((o.shape, o.dtype) for o in fusion_outputs(body))
+            write = program.into.get(nid)
+            if write is not None:
+                ins += (id(write.inputs[0]),)
             step = (_FUSION, nid, n, ins, program.kernel_of[nid],
-                    (program.consts_of[nid], n.attr("reuse"), outs, body), dead)
+                    (program.consts_of[nid], n.attr("reuse"), outs, body,
+                     None if write is None else write.attr("slices")), dead)
         elif n.op == "output":
             step = (_OUTPUT, nid, n, ins, n.attr("index"), None, dead)
+        elif nid in program.passed:
+            step = (_SAME, nid, n, ins, None, None, dead)
+        elif nid in program.strided:
+            step = (_VIEW, nid, n, ins, None, None, dead)
         else:
             step = (_NODE, nid, n, ins, nid in program.inplace, n.op not in VIEW_OPS + LIBRARY_OPS,
                     dead)
@@ -260,16 +295,20 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
             if be.ready(b) or not tiled_fits(n):
                 vals[nid] = a(list(map(get, ins)))
             else:  # its kernel is compiling in the background (for other layouts): NumPy
-                t0 = time.perf_counter()
-                params = list(map(get, ins))
-                vals[nid] = _fresh_outputs(run_tiled(n, params), params)
-                del params
-                STATS.tiered_runs += 1
-                STATS.run_s += time.perf_counter() - t0
+                vals[nid] = _run_tiled(be, n, list(map(get, ins)), a.slices)
+        elif what == _SAME:
+            vals[nid] = vals[ins[0]]
+        elif what == _VIEW:
+            t0 = time.perf_counter()
+            args = list(map(get, ins))
+            v = be.strided_view(n, args)
+            vals[nid] = be.run_node(n, args) if v is None else v
+            STATS.run_s += time.perf_counter() - t0
         elif what == _CONST:
             vals[nid] = a
         elif what == _FILL:
-            vals[nid] = fill(n.shape, n.dtype, a)
+            vals[nid] = fill(n.shape, n.dtype, a) if b is None else \
+                _fill_into(be, n, vals, ins, a, b)
         elif what == _OUTPUT:
             vals[nid] = vals[ins[0]][a]
         else:
@@ -309,14 +348,15 @@ def _fast_steps(program: Program, be, steps: list) -> tuple[list, list]:
             inputs.append((nid, kernel))  # (its `dead` is empty: a leaf reads nothing)
             continue
         if what == _FUSION:
-            consts, reuse, outs_types, body = b
+            consts, reuse, outs_types, body, slices = b
             fn = None
-            if reuse is None and not kernel.flat and len(outs_types) == 1 and \
-                    body.op != "tuple":
+            if reuse is None and slices is None and not kernel.flat and \
+                    len(outs_types) == 1 and body.op != "tuple":
                 fn = be.launcher(kernel, body, consts, outs_types[0])
             if fn is None:
                 def fn(params, kernel=kernel, n=n, b=b):
                     return _launch(be, kernel, n, params, *b)
+            fn.slices = slices  # (the tiered path writes into the slice too)
             step = (what, nid, n, ins, fn, kernel, dead)
         out.append(step)
     return inputs, out
@@ -347,13 +387,8 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
     try:
         for pos, (what, nid, n, ins, a, b, dead) in enumerate(steps):
             if what == _FUSION:
-                if not be.ready(a) and tiled_fits(n):
-                    t0 = time.perf_counter()  # its kernel is still compiling: NumPy runs it
-                    params = [vals[i] for i in ins]
-                    vals[nid] = _fresh_outputs(run_tiled(n, params), params)
-                    del params
-                    STATS.tiered_runs += 1
-                    STATS.run_s += time.perf_counter() - t0
+                if not be.ready(a) and tiled_fits(n):  # its kernel is still compiling: NumPy
+                    vals[nid] = _run_tiled(be, n, [vals[i] for i in ins], b[4])
                 else:
                     vals[nid] = _launch(be, a, n, [vals[i] for i in ins], *b)
                     if cold and id(a) in cold:  # its first launch compiled it
@@ -366,9 +401,19 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
             elif what == _CONST:
                 vals[nid] = a
             elif what == _FILL:
-                vals[nid] = fill(n.shape, n.dtype, a)
+                vals[nid] = fill(n.shape, n.dtype, a) if b is None else \
+                    _fill_into(be, n, vals, ins, a, b)
             elif what == _OUTPUT:
                 vals[nid] = vals[ins[0]][a]
+            elif what == _SAME:
+                vals[nid] = vals[ins[0]]
+            elif what == _VIEW:
+                t0 = time.perf_counter()
+                args = [vals[i] for i in ins]
+                v = be.strided_view(n, args)
+                vals[nid] = be.run_node(n, args) if v is None else v
+                del args
+                STATS.run_s += time.perf_counter() - t0
             else:
                 if b:
                     STATS.interpreted_nodes += 1
@@ -444,16 +489,41 @@ def _fresh_outputs(got, params: list):
     return outs if many else outs[0]
 
 
+def _fill_into(be, n: Node, vals: dict, ins: tuple, value, slices):
+    """A constant fill written into the slice of its base (ins[0]) it is assigned to."""
+    out = be.slice_view(vals[ins[0]], slices, n.shape)
+    out[...] = value
+    return out
+
+
+def _run_tiled(be, n: Node, params: list, slices):
+    """A fusion whose kernel is still compiling, through NumPy (tiled.py); with `slices`, its
+    value written into that slice of its base (params' last)."""
+    t0 = time.perf_counter()
+    if slices is None:
+        out = _fresh_outputs(run_tiled(n, params), params)
+    else:
+        out = be.slice_view(params[-1], slices, n.shape)
+        out[...] = run_tiled(n, params[:-1])
+    STATS.tiered_runs += 1
+    STATS.run_s += time.perf_counter() - t0
+    return out
+
+
 def _launch(be, kernel: Kernel, n: Node, params: list, consts: list, reuse: int | None = None,
-            outs_types: tuple | None = None, body: Node | None = None):
+            outs_types: tuple | None = None, body: Node | None = None, slices=None):
     """Run a fusion kernel; a multi-output fusion returns the list of its outputs. `reuse`:
     the param whose buffer the (elementwise) result is written over, when its layout allows;
-    `outs_types`: the outputs' (shape, dtype) (from the body where not given); `body`: n's."""
+    `outs_types`: the outputs' (shape, dtype) (from the body where not given); `body`: n's;
+    `slices`: the one output is written into this slice of params' last (its base: `into`)."""
     if body is None:
         body = n.attr("body")
     p = params[reuse] if reuse is not None else None
-    if p is not None and be.is_contiguous(p) and getattr(getattr(p, "flags", None),
-                                                         "writeable", True):
+    if slices is not None:
+        outs = [be.slice_view(params[-1], slices, n.shape)]
+        params = params[:-1]
+    elif p is not None and be.is_contiguous(p) and getattr(getattr(p, "flags", None),
+                                                           "writeable", True):
         outs = [p.reshape(n.shape)]  # (differs from p's shape at most by length-1 axes)
     elif outs_types is not None and len(outs_types) == 1:
         outs = [be.empty(*outs_types[0])]

@@ -41,3 +41,16 @@ def stand_in(n: Node) -> np.ndarray:
             rest = [np.zeros(i.shape, i.dtype) for i in n.inputs[1:]]
             return np.asarray(OPS[n.op].ref(x, *rest, **dict(n.attrs)))
     return over_one_element(n.shape, n.dtype)
+
+
+def unit_reshape_strides(shape, strides, to, item: int) -> list[int]:
+    """The strides of a reshape of an array of `shape` and `strides` to `to` that only adds or
+    drops length-1 axes (a view, whatever the layout): the other axes keep theirs, and a
+    length-1 axis gets the one C order would give (so a C-ordered array stays C-ordered)."""
+    kept = [st for d, st in zip(shape, strides) if d != 1]
+    out = [0] * len(to)
+    inner = item
+    for k in range(len(to) - 1, -1, -1):
+        out[k] = kept.pop() if to[k] != 1 else inner
+        inner = out[k] * to[k]
+    return out

@@ -228,7 +228,7 @@ def set_slice(out, value, slices):
     return out
 
 
-def _setslice_ref(base, value, slices, inplace=False):  # inplace: buffer assignment's mark
+def _setslice_ref(base, value, slices, inplace=False, into=False):  # buffer assignment's marks
     return set_slice(np.array(base, copy=True), value, slices)
 
 

@@ -3,13 +3,21 @@ path between them, become one `horizontal` fusion: one kernel that runs each par
 turn (cpu) or one launch whose threads stride over each part in turn (cuda). Nothing is
 recomputed and no bytes are added; what is saved is the per-kernel cost of a launch, which
 dominates small kernels (an optimizer step over many small parameter arrays, say).
+
+On cuda, a fusion that buffer assignment would have write its value straight into the slice a
+slice write assigns (opt/liveness.py's `into`) stays apart: merged, it would write a temporary
+that one more launch copies into the slice (64 row writes were 1 + 64 launches, now 64). On the
+cpu that copy is NumPy's, no launch, and one kernel call for all is cheaper (64 row writes:
+5.3 ms merged, 9.0 ms apart).
 """
 from __future__ import annotations
 
+from tracer.ir.config import CONFIG
 from tracer.ir.node import Node, make, toposort
 from tracer.ir.registry import TUPLE_DTYPE, fusion_outputs
 from .combine import _combine_bodies, acyclic_groups, contract, contracted_order
 from .fusion import MAX_GROUP, compute_size, is_fusion
+from .liveness import Storage, writer_of
 from .rewrite import order_of
 
 # Output elements of a "small" loop fusion: below this a launch costs about as much as the work
@@ -29,7 +37,22 @@ WINDOW = 256
 MAX_ROUNDS = 4  # a round can merge the kernels the last one made, and what a cycle left out
 
 
-def _groups(order: list[Node]) -> list[list[Node]]:
+APART_ON = ("cuda",)  # the backends whose slice write is a launch of its own
+
+
+def _writers_into(order: list[Node], roots: list[Node]) -> set[int]:
+    """The fusions that buffer assignment, as the graph stands, would have compute their value
+    into the slice of a slice write. O(n); liveness is built only where a small loop fusion is
+    a slice write's value (it is built once per evaluation otherwise)."""
+    if CONFIG.backend not in APART_ON or \
+            not any(_small_loop(v) for n in order if (v := writer_of(n)) is not None):
+        return set()
+    st = Storage(order, roots)
+    st.walk_updates(lambda n: True, lambda n, k: True, lambda n: True)
+    return {id(writer_of(order[st.pos[w]])) for w in st.into}
+
+
+def _groups(order: list[Node], apart: set[int] = frozenset()) -> list[list[Node]]:
     """Groups of mutually independent small loop fusions (first fit, in order) with two or
     more members. Each node carries the bit set of the groups it depends on among the WINDOW
     newest, so a candidate looks only at the groups it may join (a chain of g fusions does
@@ -47,7 +70,7 @@ def _groups(order: list[Node]) -> list[list[Node]]:
             k = of.get(id(i), -1)
             d |= bits >> base - b | (1 << k - base if k >= base else 0)
         deps[id(n)] = (base, d)
-        if not _small_loop(n):
+        if not _small_loop(n) or id(n) in apart:
             continue
         s = compute_size(toposort([n.attr("body")]))
         free = opened & ~d
@@ -93,7 +116,7 @@ def horizontal_fusion(roots: list[Node]) -> list[Node]:
     all to a round, a round per group: 6.5 s for 400 short independent chains.)"""
     for _round in range(MAX_ROUNDS):
         order = order_of(roots)
-        groups = _groups(order)
+        groups = _groups(order, _writers_into(order, roots))
         if not groups:
             break
         verts = contracted_order(order, groups)

@@ -9,6 +9,9 @@ operands: its result then is that storage, so a chain of row writes into one buf
 nothing. A donated leaf (attribute `donated`, set by the engine) is an input buffer that no one
 outside this graph can observe (tracer/store.py writable_leaves): it may be updated as if this
 graph had made it, but it is never freed nor counted in the peak (it is the caller's).
+
+A slice write in place whose value is a fusion may also have that fusion write straight into
+the slice (`into`, Storage.writes_into): the value then never has storage of its own.
 """
 from __future__ import annotations
 
@@ -41,9 +44,14 @@ class Storage:
     written: set[int] = field(default_factory=set)  # donated leaves written in place
     inputs: set[int] = field(default_factory=set)   # its input leaves
     new: set[int] = field(default_factory=set)      # made values that are new arrays at run time
+    into: set[int] = field(default_factory=set)     # slice writes whose value writes into them
+    readers: Counter = field(default_factory=Counter)  # node -> how many inputs name it
+    pos: dict[int, int] = field(default_factory=dict)  # node -> its position
 
     def __post_init__(self):
-        for n in self.order:
+        for pos, n in enumerate(self.order):
+            self.pos[id(n)] = pos
+            self.readers.update(id(i) for i in n.inputs)
             if _view(n):
                 self.alias[id(n)] = id(n.inputs[0])
                 if n.op == "broadcast_to" or id(n.inputs[0]) in self.bcast:
@@ -99,16 +107,40 @@ class Storage:
                 return k
         return None
 
-    def walk_updates(self, decide, reuse=None) -> tuple[set[int], int]:
+    def writes_into(self, n: Node, s: int, read: dict[int, int], keep: set[int]) -> bool:
+        """Whether the value of slice write n, which runs in place into storage s, can be
+        computed straight into the slice: a single-output fusion (not horizontal; seen through
+        a reshape that only adds or drops length-1 axes) read only by n and by no result, with
+        its own storage (not written over a param), that reads nothing in s (`c[1:] =
+        c[:-1] * 2` keeps its temporary), with the slice's steps positive and nothing reading
+        s (`read`: storage -> position of its latest reader so far) between the fusion and n,
+        and the version of s that n updates made before the fusion runs."""
+        v = writer_of(n)
+        if v is None or v.size == 0:
+            return False
+        at = self.pos[id(v)]
+        return self.readers[id(v)] == 1 and self.readers[id(n.inputs[1])] == 1 and \
+            self.find(id(v)) == id(v) and id(v) not in keep and \
+            all(st[2] > 0 for st in n.attr("slices")) and \
+            self.pos[id(n.inputs[0])] < at and read.get(s, -1) < at and \
+            all(self.find(id(i)) != s for i in v.inputs)
+
+    def walk_updates(self, decide, reuse=None, into=None) -> tuple[set[int], int]:
         """Visit the updates in order; `decide(n)` says whether n, which can run in place,
         does. Merges the storage of those that do. With `reuse(n, k)`, elementwise
         fusions that may write over their dying param k and are told to do so merge too.
+        With `into(n)`, a slice write in place whose value may be computed into the slice
+        (writes_into) and is told to be is added to `self.into`, its value's storage merged.
         Returns (updates in place, bytes copied: operands copied by the other updates, a
         broadcast constant being filled, not copied)."""
         keep = {self.find(id(r)) for r in self.roots}
         inplace: set[int] = set()
         copied = 0
+        read: dict[int, int] = {}  # storage -> the position of its latest reader before n
         for pos, n in enumerate(self.order):
+            if into is not None and pos:
+                for i in self.order[pos - 1].inputs:
+                    read[self.find(id(i))] = pos - 1
             if reuse is not None and is_kind(n, Kind.FUSION):
                 k = self.reusable_param(n, pos, keep)
                 if k is not None and reuse(n, k):
@@ -127,6 +159,9 @@ class Storage:
                 inplace.add(id(n))
                 if s in self.donated:
                     self.written.add(s)
+                if into is not None and self.writes_into(n, s, read, keep) and into(n):
+                    self.into.add(id(n))
+                    self.alias[id(writer_of(n))] = s
                 self._merge(n, s, pos, keep)
             elif s in self.made or not consts_only(n.inputs[0]):
                 copied += n.inputs[0].nbytes
@@ -176,6 +211,20 @@ class Storage:
                 if self.last.get(i) == pos and i in size:
                     live -= size.pop(i)
         return peak
+
+
+def writer_of(n: Node) -> Node | None:
+    """For slice write n: the fusion that could compute its value into the slice (its value,
+    or the input of a reshape of it that only adds or drops length-1 axes), else None."""
+    if n.op != "setslice":
+        return None
+    v = n.inputs[1]
+    if v.op == "reshape" and unit_reshape(v.inputs[0].shape, v.shape):
+        v = v.inputs[0]
+    if not is_kind(v, Kind.FUSION) or v.attr("kind") not in ("loop", "reduce", "row") or \
+            v.attr("body").op == "tuple":
+        return None
+    return v
 
 
 # the kinds whose values are new arrays on every backend (kernels' outputs, updates, library

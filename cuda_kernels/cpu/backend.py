@@ -103,8 +103,9 @@ class CpuBackend(Backend):
         return x.reshape(-1)
 
     # ---- getting kernels ready (cpu/compile_pool.py)
-    def prepare(self, fusions: list[tuple[Node, object, list]]) -> None:
-        compile_pool.prepare(self, [(k, self.signature(n, k, consts)) for n, k, consts in fusions])
+    def prepare(self, fusions: list[tuple[Node, object, list, object]]) -> None:
+        compile_pool.prepare(self, [(k, self.signature(n, k, consts, out))
+                                    for n, k, consts, out in fusions])
 
     def ready(self, kernel) -> bool:
         return kernel.pending is None or compile_pool.ready(self, kernel)
@@ -113,9 +114,10 @@ class CpuBackend(Backend):
         if compile_pool._DEFERRED:
             compile_pool.start_deferred()
 
-    def signature(self, n: Node, kernel, consts: list) -> tuple:
+    def signature(self, n: Node, kernel, consts: list, out: np.ndarray | None = None) -> tuple:
         """The Numba argument types fusion n's kernel will be launched with (see `launch`),
-        predicted from the graph: outputs are fresh C arrays, a param's layout and
+        predicted from the graph: outputs are fresh C arrays (or `out`'s layout: the slice it
+        writes into, in_place.into_stand_in), a param's layout and
         writeability are those of a stand-in built like its value (layout.stand_in),
         constants are numpy scalars, sizes are int64."""
         from numba import typeof, types
@@ -125,7 +127,8 @@ class CpuBackend(Backend):
                 v = v.reshape(-1) if v.flags.c_contiguous else np.zeros(1, v.dtype)
             return typeof(v)
         body = n.attr("body")
-        sig = [arr(np.zeros((1,) * o.ndim, o.dtype)) for o in fusion_outputs(body)]
+        sig = [arr(np.zeros((1,) * o.ndim, o.dtype)) for o in fusion_outputs(body)] \
+            if out is None else [typeof(out)]
         sig += [arr(stand_in(i)) for i in n.inputs]
         sig += [typeof(c) for c in consts]
         if kernel.kind == "row":

@@ -49,12 +49,16 @@ What runs where (`run_node`)
 - On the device, no host copy:
   * reshape of a contiguous array, and a slice, transpose or broadcast whose elements already
     lie in C order (a row, rows along axis 0): a device view (no allocation, no launch);
+  * a slice or dynamic slice (positive steps), a transpose keeping the innermost axis, or a
+    broadcast that only fused kernels read (the executor's plan, `strided_view`): a strided
+    device view (cuda/views.py) the kernels read in place, layout 'A';
   * a transpose that swaps two blocks of axes (`.T`, a batch's last two axes): the tiled
     transpose kernel (cuda/transpose.py); other slices, transposes, broadcast_to: one
     strided-copy kernel into a new array (2-D grid from rank 2, both index variants);
   * concatenate: one strided copy per input into its part of the output;
   * setslice (a write through a view): a copy of the base, then a strided copy of the value into
-    the slice;
+    the slice; nothing where the value's fusion wrote straight into the slice (the memory
+    plan's `into`, `slice_view`);
   * matmul, sorts, partitions, searchsorted and integer scans through CuPy (cuBLAS, Thrust/CUB)
     on a real device where it is installed (cuda/libs.py: dtypes, NumPy's NaN and tie order);
   * other matmuls for bool/int/uint/float32/float64 results: a tiled shared-memory kernel (16x16
@@ -91,6 +95,7 @@ from .libs import tiled_matmul
 from .memory import Borrowed, DevicePool, Staging, Uploads, cstrides, from_interface, interface
 from .sim import shared_arrays_once, sim_ldcg, warp_shuffles
 from .transpose import gen_tiled_loop, gen_transpose, tiled_transpose, tiles_last_two
+from .views import Views
 from .toolchain import device_api
 from .vector import vector_globals
 
@@ -113,7 +118,7 @@ def _is_device(x) -> bool:
 
 # ---------------------------------------------------------------------------- the backend
 
-class CudaBackend(Launcher, Backend):
+class CudaBackend(Launcher, Views, Backend):
     name = "cuda"
     releases_storage = True  # device memory comes back only when the executor says so
     device_memory = True

@@ -99,8 +99,8 @@ class Launcher:
         fn = kernel.fn
         forms = [_thread_of(kernel, f) for f in ("thread", "warp")] if kernel.kind == "reduce" \
             else []  # (a reduction's other forms: cuda/reduce.py)
-        sig = (kernel.name,) + tuple((t.dtype.str, t.ndim) for t in targets) + \
-            tuple((p.dtype.str, p.ndim) for p in params)
+        # (layouts: a strided view is its own specialization, 'A', on a device too)
+        sig = (kernel.name,) + tuple((t.dtype.str, t.ndim, _layout(t)) for t in targets + params)
         tiled = (kernel.meta or {}).get("tiled", False)
         w = 1  # elements a thread moves at once (a vector variant: cuda/vector.py)
         if kernel.kind in ("loop", "horizontal") and not tiled:
@@ -206,6 +206,12 @@ class Launcher:
             t.copy_to_device(np.zeros(t.size, np.int32), stream=self.stream())
             self._tickets_of[self._mode()] = t
         return t
+
+
+def _layout(a) -> str:
+    """The layout numba types an argument with ('A' for a strided view: its own overload)."""
+    t = getattr(a, "_numba_type_", None)
+    return t.layout if t is not None else "C" if a.flags.c_contiguous else "A"
 
 
 def _index_variant(kernel, bits: int):

@@ -82,6 +82,11 @@ def grid(work: int, per_block: int, blocks_per_sm: int, lim: Limits = SM90) -> i
     return max(1, min(-(-work // per_block), max(blocks_per_sm, 1) * lim.sms))
 
 
+def _layouts(args) -> tuple:
+    """The array layouts numba types `args` with ("" for a scalar)."""
+    return tuple(getattr(getattr(a, "_numba_type_", None), "layout", "") for a in args)
+
+
 class Geometry:
     """Launch geometry on the device: its limits (read once) and each kernel's registers and
     static shared memory as compiled, the most over its overloads (a grid-stride launch is
@@ -90,7 +95,8 @@ class Geometry:
     def __init__(self, device):
         self._device = device  # () -> the numba-cuda Device
         self._lim: Limits | None = None
-        self._use: dict[int, tuple] = {}  # id(kernel) -> (it, overloads, (regs, shared))
+        # (id(kernel), its arguments' layouts) -> (it, overloads, (regs, shared))
+        self._use: dict[tuple, tuple] = {}
 
     @property
     def limits(self) -> Limits:
@@ -103,23 +109,27 @@ class Geometry:
 
     def usage(self, fn, args=()) -> tuple[int, int]:
         """(registers a thread, static shared bytes a block) of kernel `fn`; a kernel with no
-        overload yet is compiled for `args` first (its launch would compile it). (0, 0): not
-        known (no kernel, a driver that does not tell)."""
+        overload for `args` yet is compiled for them first (its launch would compile it: a
+        strided view's layout 'A' is an overload of its own, with its own registers). (0, 0):
+        not known (no kernel, a driver that does not tell)."""
         if fn is None:
             return 0, 0
         overloads = getattr(fn, "overloads", None) or {}
-        hit = self._use.get(id(fn))
+        key = (id(fn), _layouts(args))
+        hit = self._use.get(key)
         if hit is not None and hit[0] is fn and hit[1] == len(overloads):
             return hit[2]
         try:
-            if not overloads and args:
-                fn.compile(tuple(fn.typeof_pyval(a) for a in args))
-                overloads = fn.overloads
+            if args:
+                sig = tuple(fn.typeof_pyval(a) for a in args)
+                if sig not in overloads:
+                    fn.compile(sig)
+                    overloads = fn.overloads
             use = (max((k.regs_per_thread for k in overloads.values()), default=0),
                    max((k.shared_mem_per_block for k in overloads.values()), default=0))
         except Exception:  # noqa: BLE001 - attributes a driver does not give: limits only
             use = (0, 0)
-        self._use[id(fn)] = (fn, len(overloads), use)
+        self._use[key] = (fn, len(overloads), use)
         return use
 
     def resident_blocks(self, fn, tpb: int, shared: int = 0, args=()) -> int:

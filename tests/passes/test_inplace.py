@@ -155,3 +155,46 @@ def test_benchmark_suite_quick_run(tmp_path):
     rows = [r.split("|") for r in out.read_text().splitlines() if r.startswith("| W")]
     assert {r[2].strip() for r in rows} >= {"numpy", "tracer"}
     assert all(float(r[-2]) < 1e-5 for r in rows)
+
+
+def test_a_producer_writes_into_the_slice_it_is_assigned_to():
+    """`c[1:300] = a[1:300] * 2`: the product is computed straight into c's rows (the memory
+    plan's `into`), so no (299, 256) temporary is planned or made, and nothing is copied."""
+    from tracer.ir import toposort
+    h = numpy.random.default_rng(0).standard_normal((512, 256)).astype(numpy.float32)
+    a = tracer.evaluate(np.asarray(h) * 1)
+    c = np.zeros((512, 256), np.float32)
+    c[1:300] = a[1:300] * 2
+    plan = tracer.explain(c)
+    (w,) = [n for n in toposort(plan.graph_after.roots) if n.op == "setslice"]
+    assert w.attr("inplace") and w.attr("into")
+    assert plan.peak_bytes == 0 and plan.bytes_copied == 0  # the temporary was 306176 bytes
+    launched = tracer.stats().kernels_launched
+    got = numpy.asarray(c)
+    assert tracer.stats().kernels_launched - launched == 1  # (the zeros: np.full, no kernel)
+    want = numpy.zeros((512, 256), numpy.float32)
+    want[1:300] = h[1:300] * 2
+    numpy.testing.assert_array_equal(got, want)
+
+
+def test_a_producer_writes_into_its_slice_only_when_nothing_reads_the_base_in_between():
+    """In an order where the base is read after the producer ran and before the write, the
+    producer must not write into the base early: it keeps its temporary."""
+    from tracer.ir import toposort
+    from tracer.ir.config import context
+    from tracer.opt.liveness import Storage
+    x = tracer.evaluate(np.asarray(numpy.ones((12, 4), numpy.float32)) * 1)
+    c = x * 2
+    total = c.sum(axis=0)
+    c[2:6] = x[2:6] * 3
+    with context(disable_passes={"horizontal_fusion", "multi_output_fusion"}):
+        roots = tracer.explain(c, total).graph_after.roots
+    order = toposort(roots)
+    w, y = roots
+    v = w.inputs[1]
+    assert v.op == "fusion" and y.op == "fusion"
+    rest = [n for n in order if n not in (v, y, w)]
+    for late, ok in (([y, v, w], True), ([v, y, w], False)):
+        st = Storage(rest + late, [w, y])
+        inplace, _ = st.walk_updates(lambda n: True, None, lambda n: True)
+        assert id(w) in inplace and (id(w) in st.into) is ok

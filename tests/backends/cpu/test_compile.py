@@ -62,6 +62,14 @@ def test_new_kernels_of_one_graph_share_one_module(tmp_path, monkeypatch):
     assert {k.module for k in again} == {plan.kernels[0].module}
 
 
+def _writes_into(a, b, m):
+    """Kernels writing into the slices they are assigned to (strided outputs)."""
+    c = m * 2
+    c[1:6, 1::3] = m[:5, 1::3] + 1
+    c[:, 2] = m.sum(axis=1)
+    return c
+
+
 PROGRAMS = [
     lambda a, b, m: a * b + 1,
     lambda a, b, m: ((a - a.mean()) ** 2).sum(),
@@ -70,6 +78,7 @@ PROGRAMS = [
     lambda a, b, m: (m[:5] * a[:5].reshape(5, 1)).max(axis=1),
     lambda a, b, m: np.where(a > 0, a, b * 2).std(),
     lambda a, b, m: np.broadcast_to(b[:5], (4, 5)) * m[:4, :5],
+    _writes_into,
 ]
 
 
@@ -80,8 +89,8 @@ def test_predicted_argument_types_are_the_launched_ones(k, monkeypatch):
     predicted, launched = set(), []
     sig_of, launch_of = backends.backend_class("cpu").signature, backends.backend_class("cpu").launch
 
-    def signature(self, n, kernel, consts):
-        s = sig_of(self, n, kernel, consts)
+    def signature(self, n, kernel, consts, out=None):
+        s = sig_of(self, n, kernel, consts, out)
         predicted.add((kernel.name, s))
         return s
 
