@@ -267,8 +267,11 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
         elif n.op == "reshape":
             ins = [go(n.inputs[0], k)]
             attrs["shape"] = tuple(shape)
-        elif n.op == "slice":
+        elif n.op == "slice":  # (whole along k: the chunk's rows, whole)
             ins = [go(n.inputs[0], k)]
+            if k is not None:
+                attrs["slices"] = tuple((0, hi - lo, 1) if i == k else s
+                                        for i, s in enumerate(n.attr("slices")))
         elif id(n) in split.cuts:  # this chunk's partial
             ins = [go(n.inputs[0], split.cuts[id(n)][1])]
         elif kind is Kind.REDUCE:
