@@ -267,7 +267,7 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
                                  plan)
     else:  # chunks sized to a worker, which holds what every chunk reads whole
         rows_out = sum(r.nbytes for r, _ in st.deps)
-        keep = st.held > budget.limit and all(ax == 0 for _, ax in st.deps)
+        keep = st.held > budget.limit  # (the row-wise results stay on the cluster)
         if st.held - keep * rows_out > budget.limit:
             raise over_budget(program, whole, budget, f"the client holds {fmt_bytes(st.held)} "
                               "through the chunks (the row-wise results, the values the chunks "

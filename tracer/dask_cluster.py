@@ -23,12 +23,12 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.layout import over_one_element
-from tracer.ir.catalogue import py_slice
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.opt import splitter
 from tracer.opt.rewrite import rebuild, with_inputs
 from . import budget as _budget
 from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
+from .store import apply_step_numpy, apply_view_numpy
 
 _ACTIVE: list["cluster"] = []
 _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-process cluster)
@@ -112,20 +112,25 @@ class Recipe:
 
 
 class Remote(Buffer):
-    """A value of the cluster's in blocks of rows (axis 0), a leaf's buffer: each block a
-    Dask future (held by the workers) or a Recipe (made where it is read). Its `value` is a
-    stand-in of its shape and C layout over one element of memory (planning reads no values;
-    a view of it tells which rows it covers); `fetch` gathers it, if the client's budget says
-    it fits."""
+    """A value of the cluster's in blocks of rows, a leaf's buffer: each block a Dask future
+    (held by the workers) or a Recipe (made where it is read). The blocks cut `axis` of the
+    value; each holds its part with that axis moved first, C-ordered, so `stand` (a stand-in
+    of that layout over one element of memory) has them as its rows, and `value` is `stand`
+    with the axis moved back (planning reads no values; a view of `stand` tells which rows
+    it covers). `fetch` gathers the value, or a view of it, if the client's budget says it
+    fits."""
 
-    __slots__ = ("blocks", "client")
+    __slots__ = ("blocks", "client", "stand", "axis")
 
-    def __init__(self, shape, dtype, blocks: list, client):
-        self.value = over_one_element(tuple(shape), dtype)
+    def __init__(self, shape, dtype, blocks: list, client, axis: int = 0):
+        shape = tuple(shape)
+        self.stand = over_one_element((shape[axis],) + shape[:axis] + shape[axis + 1:], dtype)
+        self.value = np.moveaxis(self.stand, 0, axis) if axis else self.stand
+        self.axis = axis
         self.owner = None
         self.blocks = blocks  # [(first row, end row, future or Recipe)], in order
         self.client = client
-        _REMOTE[id(self.value)] = self
+        _REMOTE[id(self.stand)] = self
 
     @property
     def host(self) -> None:
@@ -136,22 +141,87 @@ class Remote(Buffer):
     def host(self, value) -> None:
         pass  # never kept here
 
-    def fetch(self) -> np.ndarray:
-        need = self.value.nbytes
-        b = _budget.active()
-        room = b.limit if b is not None else _budget.free_bytes("cpu") // 2
-        if need > room:
-            raise MemoryBudgetError(
-                f"tracer.cluster: bringing this {self.value.dtype}{list(self.value.shape)} "
-                f"array ({fmt_bytes(need)}) from the cluster to this process needs more than "
-                f"{'the budget of' if b is not None else 'half the memory free,'} "
-                f"{fmt_bytes(room)}: reduce it on the cluster first")
+    def fetch(self, steps: tuple = ()) -> np.ndarray:
+        """The value, or its view by a lazy view's `steps` (tracer/view.py): each block sends
+        only the view's elements it holds (x[:10] reads the first block, x[:, 0] a column of
+        each)."""
+        v = self.value
+        if steps:
+            try:
+                v = _viewed(v, steps)
+            except ValueError:  # a step NumPy would copy for (a bitcast of strided rows)
+                v = None
+        if v is None or v.dtype != self.stand.dtype:  # (a bitcast: the rows whole)
+            return apply_view_numpy(self.fetch(), steps)
+        _fits(v)
+        if v is not self.value:
+            return self._elements(v)
         parts = self.client.gather([self.client.submit(f, pure=False) if type(f) is Recipe
                                     else f for _, _, f in self.blocks])
-        return np.concatenate(parts) if parts else np.empty(self.value.shape, self.value.dtype)
+        whole = np.concatenate(parts) if parts else np.empty(self.stand.shape, v.dtype)
+        return whole if v is self.stand else np.moveaxis(whole, 0, self.axis)
+
+    def _elements(self, v: np.ndarray) -> np.ndarray:
+        """A view of `stand`'s values: a task per block it reads takes its elements there."""
+        out = np.empty(v.size, v.dtype)
+        if not v.size:
+            return out.reshape(v.shape)
+        offs = np.asarray(v.ctypes.data - self.stand.ctypes.data, np.int64)
+        for n, st in zip(v.shape, v.strides):  # each element's byte offset in `stand`
+            offs = offs[..., None] + np.arange(n, dtype=np.int64) * st
+        offs = offs.reshape(-1)
+        rows = offs // self.stand.strides[0]
+        order = np.argsort(rows, kind="stable")
+        rows = rows[order]
+        futures, at = [], []
+        for a, z, f in self.blocks:
+            s, e = np.searchsorted(rows, (a, z))
+            if s == e:
+                continue
+            idx = (offs[order[s:e]] - a * self.stand.strides[0]) // v.itemsize
+            if idx[-1] - idx[0] == e - s - 1 and (e - s < 2 or (np.diff(idx) == 1).all()):
+                idx = slice(int(idx[0]), int(idx[-1]) + 1)  # (a run: no indices to send)
+            futures.append(self.client.submit(_take, f, idx, pure=False))
+            at.append(order[s:e])
+        for pos, part in zip(at, self.client.gather(futures)):
+            out[pos] = part
+        return out.reshape(v.shape)
 
     def __reduce__(self):
         raise TypeError("a value held on a Dask cluster is not pickled: evaluate or gather it")
+
+
+def _fits(v: np.ndarray) -> None:
+    """Raise MemoryBudgetError where bringing v here would pass the client's budget."""
+    need = v.nbytes
+    b = _budget.active()
+    room = b.limit if b is not None else _budget.free_bytes("cpu") // 2
+    if need > room:
+        raise MemoryBudgetError(
+            f"tracer.cluster: bringing this {v.dtype}{list(v.shape)} array "
+            f"({fmt_bytes(need)}) from the cluster to this process needs more than "
+            f"{'the budget of' if b is not None else 'half the memory free,'} "
+            f"{fmt_bytes(room)}: reduce it on the cluster first")
+
+
+def _viewed(a: np.ndarray, steps: tuple) -> np.ndarray:
+    """A lazy view's steps applied to a stand-in, raising ValueError rather than copying (a
+    copy would read the stand-in's one element of memory past its end)."""
+    for kind, arg in steps:
+        if kind == "reshape":
+            a = a.reshape(arg, copy=False)
+        elif kind == "bitcast":
+            a = a.view(arg)
+        else:
+            a = apply_step_numpy(a, kind, arg)
+    return a
+
+
+def _take(block, idx) -> np.ndarray:
+    """Elements of a block of rows (in C order), on the worker that holds it."""
+    if type(block) is Recipe:
+        block = block()
+    return np.ravel(block)[idx]
 
 
 def remote_leaves(roots: list[Node]) -> list[Node]:
@@ -166,32 +236,42 @@ def _remote(buf: Buffer) -> bool:
         _remote_rows(buf.value) is not None
 
 
-def slices_as_leaves(roots: list[Node]) -> list[Node]:
-    """The graph with each slice of a value of the cluster's (`x[a:b]`, but not a root) read
-    as a leaf of its own, a view of the value's stand-in (its rows come from the blocks that
-    cover them): such a leaf can be a split's source, where a slice's rows do not follow its
-    input's row by row."""
+def views_as_leaves(roots: list[Node]) -> list[Node]:
+    """The graph with each view (slice, transpose, reshape, broadcast_to) of a value of the
+    cluster's, or of such a view, (`x[a:b]`, `x.T[::2]`, but not a root) read as a leaf of
+    its own, a view of the value's stand-in (its rows come from the blocks that cover them):
+    such a leaf can be a split's source, where a slice's rows do not follow its input's row by
+    row."""
     keep = {id(r) for r in roots}
 
     def leaf(n: Node, ins: tuple) -> Node:
-        if n.op == "slice" and id(n) not in keep and ins[0].op == "input" and \
+        if n.op in _VIEWS and id(n) not in keep and ins[0].op == "input" and \
                 _remote(ins[0].attr("buf")):
-            v = ins[0].attr("buf").value[tuple(py_slice(*s) for s in n.attr("slices"))]
+            try:
+                step, attr = _VIEWS[n.op]
+                v = _viewed(ins[0].attr("buf").value, ((step, n.attr(attr)),))
+            except ValueError:  # a reshape that would copy: the node stays
+                return with_inputs(n, ins)
             return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
         return with_inputs(n, ins)
 
     return rebuild(roots, leaf)
 
 
+# the view ops of one input: their lazy view steps (applied by _viewed) and attributes
+_VIEWS = {"slice": ("slice", "slices"), "transpose": ("transpose", "perm"),
+          "reshape": ("reshape", "shape"), "broadcast_to": ("broadcast", "shape")}
+
+
 def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
     """(the Remote, first row, end row, byte offset in the first row's block of rows) of a
     view of a Remote's stand-in; None for any other array."""
     r = _REMOTE.get(id(value))  # the stand-in itself, or a view of it
-    if r is None or r.value is not value:
+    if r is None or r.stand is not value:
         r = _REMOTE.get(id(value.base))
-        if r is None or r.value is not value.base:
+        if r is None or r.stand is not value.base:
             return None
-    base = r.value
+    base = r.stand
     off = value.ctypes.data - base.ctypes.data
     lo_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st < 0)
     hi_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st > 0)
@@ -209,7 +289,7 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
     if active() is None:
         raise RuntimeError("tracer: this value is held on a Dask cluster: evaluate it inside "
                            "`with tracer.cluster(client):`")
-    sources = {id(n) for n in remote_leaves(roots)}
+    sources = {id(n): _row_axes(n.attr("buf").value) for n in remote_leaves(roots)}
     split = splitter.find(roots, sources)
     if split is not None:
         return split, []
@@ -219,6 +299,12 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
             "tracer.cluster: no value held on the cluster has rows that every output follows "
             "(row by row), so this evaluation cannot run as chunks beside them")
     return None, first
+
+
+def _row_axes(view: np.ndarray) -> list[int]:
+    """The axes of a view of a stand-in, those whose rows (chunks of it) cover the fewest rows
+    of the stand-in first: of the largest stride first (x.T: its last)."""
+    return sorted(range(view.ndim), key=lambda a: (view.shape[a] < 2, -abs(view.strides[a])))
 
 
 def _blocks(on: "cluster", rows: int, row_bytes: int, recipe) -> list:

@@ -124,8 +124,10 @@ def _combine(combine: list, a: dict, b: dict) -> dict:
     return {"parts": parts, "stats": [x + y for x, y in zip(a["stats"], b["stats"])]}
 
 
-def _pick(result: dict, j: int) -> np.ndarray:
-    return result["outs"][j]
+def _pick(result: dict, j: int, axis: int) -> np.ndarray:
+    """A task's rows of output j, cut on `axis`: that axis first, as a Remote's block."""
+    v = result["outs"][j]
+    return np.ascontiguousarray(np.moveaxis(v, axis, 0) if axis else v)
 
 
 def _same(value):
@@ -258,7 +260,7 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
         if keep:  # the rows stay on the cluster: blocks of Remote results
             parts.append(client.submit(_parts, fut, key=f"tracer-parts-{token}-{lo}"))
             for j, blocks in enumerate(keep):
-                blocks.append((lo, hi, client.submit(_pick, fut, j,
+                blocks.append((lo, hi, client.submit(_pick, fut, j, axes[j],
                                                      key=f"tracer-out{j}-{token}-{lo}")))
             spawned.extend([parts[-1]] + [b[-1][2] for b in keep])
             return hi
@@ -310,5 +312,6 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
             setattr(STATS, f, getattr(STATS, f) + v)
     if keep is None:
         return None
-    return [Remote(r.shape, r.dtype, blocks, client) for (r, _), blocks in zip(st.deps, keep)]
+    return [Remote(r.shape, r.dtype, blocks, client, ax)
+            for (r, ax), blocks in zip(st.deps, keep)]
 

@@ -312,7 +312,7 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
 def _on_cluster(roots: list[Node]) -> list:
     """A graph that reads values held on a Dask cluster: split along the rows of one of them,
     each chunk a task beside its rows (tracer/dask_cluster.py)."""
-    roots = dask_cluster.slices_as_leaves(roots)
+    roots = dask_cluster.views_as_leaves(roots)
     split, first = dask_cluster.split_of(roots)
     if split is None:  # reductions whose results meet the rows again (x - x.mean()): first
         done = {id(n): make("input", (), n.shape, n.dtype, (("buf", b),))

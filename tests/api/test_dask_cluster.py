@@ -292,3 +292,70 @@ def test_slices_of_a_value_of_the_cluster_split_by_their_rows(client):
                                          (h[::3, 2:] * 2).sum(1))
         numpy.testing.assert_array_equal(numpy.asarray((x[::-1][5:] + 1).min(0)),
                                          (h[::-1][5:] + 1).min(0))
+
+
+def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monkeypatch):
+    """numpy.asarray of a view (x[:10], x[5], x[:, 0], x.T[2, ::7]) of a value held on the
+    cluster, drawn or kept there by an evaluation: each block it reads sends only the view's
+    elements; the blocks it does not read run nothing."""
+    got = []
+    gather = client.gather
+
+    def counted(futures, *args, **kwargs):
+        parts = gather(futures, *args, **kwargs)
+        got.append([p.nbytes for p in parts])
+        return parts
+
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x = np.random.default_rng(7).standard_normal((40000, 8))  # 2.4 MiB: on the workers
+        h = _blocks_of(7, (40000, 8), x._var.node.attr("buf").blocks[0][1])
+        row_of = numpy.broadcast_to(numpy.arange(40000)[:, None], (40000, 8))
+        y = tracer.evaluate(x * 2 + 1)  # kept on the workers
+        monkeypatch.setattr(client, "gather", counted)
+        for a, ha in ((x, h), (y, h * 2 + 1)):
+            ends = [hi for _, hi, _ in a._var.node.attr("buf").blocks]
+            assert len(ends) > 4
+            for view in (lambda t: t[:10], lambda t: t[5], lambda t: t[-5:, 2],
+                         lambda t: t[:, 0], lambda t: t.T[2, ::7], lambda t: t[39990:20:-997]):
+                got.clear()
+                want = view(ha)
+                numpy.testing.assert_array_equal(numpy.asarray(view(a)), want)
+                # the elements asked for, no more, from the blocks that hold them
+                assert sum(got[0]) == want.nbytes
+                read = {numpy.searchsorted(ends, r, side="right") for r in
+                        numpy.unique(view(row_of))}
+                assert len(got[0]) == len(read)
+            got.clear()
+            assert float(numpy.asarray(a[:10]).sum()) == pytest.approx(ha[:10].sum())
+            assert len(got[0]) == 1
+        got.clear()
+        with pytest.raises(tracer.MemoryBudgetError, match="from the cluster"):
+            numpy.asarray(x[:30000])  # 1.8 MiB: over the client's budget
+        assert not got
+
+
+def test_results_split_on_another_axis_stay_on_the_cluster(client):
+    """A result whose rows follow the split source's along another axis (e.g. (x * 2 + 1).T
+    as computed, not viewed) is kept on the cluster in blocks along that axis; slices,
+    reductions and a gather of it give NumPy's answers."""
+    from tracer.dask_cluster import Remote
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x = np.random.default_rng(7).standard_normal((40000, 8))
+        h = _blocks_of(7, (40000, 8), x._var.node.attr("buf").blocks[0][1])
+        for f in (lambda t: np.exp(t).T[::-1] + 1,
+                  lambda t: np.sin(np.moveaxis(t.reshape(40000, 2, 4), 0, 1)) * 3):
+            y, want = tracer.evaluate(f(x)), f(h)
+            buf = y._var.node.attr("buf")
+            assert type(buf) is Remote and not y._view.steps and len(buf.blocks) > 1
+            assert buf.value.shape == want.shape and buf.stand.shape[0] == 40000
+            numpy.testing.assert_allclose(numpy.asarray(y[..., 7:30]), want[..., 7:30],
+                                          rtol=1e-14)
+            numpy.testing.assert_allclose(numpy.asarray(y.sum(-1)), want.sum(-1), rtol=1e-12)
+            numpy.testing.assert_allclose(numpy.asarray((y[::-1] * 2).max(0).max(-1)),
+                                          (want[::-1] * 2).max(0).max(-1), rtol=1e-14)
+            with tracer.memory_budget("8 MiB"):
+                numpy.testing.assert_allclose(numpy.asarray(y), want, rtol=1e-14)
