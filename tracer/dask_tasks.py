@@ -40,14 +40,14 @@ TASK: list = [None]
 
 # ---------------------------------------------------------------- on a worker
 
-def run_task(execute, graphs: list, budget: Budget, what: str, axes: list, combine: list,
-             chunks: list, *args) -> dict:
+def run_task(execute, graphs: list, budget: Budget, backend: str, what: str, axes: list,
+             combine: list, chunks: list, *args) -> dict:
     """Run a task's chunks on a worker (`execute`: the engine's), each under the worker's
-    budget: `chunks` [(first row, end row, its graph in `graphs`, its leaves)], each leaf
-    (kind, spec, indices into `args`): a value as it is, or a view of the blocks of rows it
-    covers. Returns the row-wise outputs over the task's rows (`axes`: their row axes), the
-    reductions' partials combined in chunk order (`combine`: their ufuncs and dtypes) and what
-    the worker's counters gained."""
+    budget, on `backend` (the workers' backend, tracer.cluster's): `chunks` [(first row, end
+    row, its graph in `graphs`, its leaves)], each leaf (kind, spec, indices into `args`): a
+    value as it is, or a view of the blocks of rows it covers. Returns the row-wise outputs
+    over the task's rows (`axes`: their row axes), the reductions' partials combined in chunk
+    order (`combine`: their ufuncs and dtypes) and what the worker's counters gained."""
     import numba
     from distributed import get_worker  # (Dask is imported where a cluster is used)
     # the kernels' threads are the worker's (threads_per_worker), as Dask sets BLAS's to 1:
@@ -60,6 +60,7 @@ def run_task(execute, graphs: list, budget: Budget, what: str, axes: list, combi
     outs = parts = None
     lo = hi = None
     dask_cluster._ON_WORKER.on = True
+    dask_cluster._ON_WORKER.backend = backend  # (the engine's backend() in this thread)
     try:
         for c, (lo, hi, g, ls) in enumerate(chunks):
             values = [_value(leaf, args, made) for leaf in ls]
@@ -85,6 +86,7 @@ def run_task(execute, graphs: list, budget: Budget, what: str, axes: list, combi
                                 f"{e}") from None
     finally:
         dask_cluster._ON_WORKER.on = False
+        dask_cluster._ON_WORKER.backend = ""
     return {"outs": outs, "parts": parts,
             "stats": [getattr(STATS, f) - v for f, v in zip(_COUNTERS, before)]}
 
@@ -251,8 +253,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
         specs = _task_leaves(client, chunks, shared, sent, args, made)
         tasks = [(a, hi, sizes.index(hi - a), s) for (a, hi, _), s in zip(chunks, specs)]
         hi = chunks[-1][1]
-        fut = client.submit(TASK[0], [packed[s] for s in sizes], cl.worker_budget, what, axes,
-                            combine, tasks, *args,
+        fut = client.submit(TASK[0], [packed[s] for s in sizes], cl.worker_budget,
+                            cl.worker_backend, what, axes, combine, tasks, *args,
                             key=f"tracer-{names}-{token}-{lo}", pure=False)
         spawned.append(fut)
         if made:  # on every worker (else Dask runs every task that reads them where they
@@ -294,8 +296,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
                 fut.release()  # (a partials' task holds what it needs)
             if at < n:
                 at = submit(at)
-        if st.cuts or not n_deps:
-            while len(parts) > 1:  # a balanced tree, in chunk order
+        if st.cuts or not n_deps or keep:  # (kept rows: their counters, and a chunk's
+            while len(parts) > 1:  # error, come back here) a balanced tree, in chunk order
                 parts = [client.submit(_combine, combine, parts[i], parts[i + 1],
                                        key=f"tracer-combine-{token}-{len(parts)}-{i}")
                          if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]

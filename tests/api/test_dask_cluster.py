@@ -359,3 +359,79 @@ def test_results_split_on_another_axis_stay_on_the_cluster(client):
                                           (want[::-1] * 2).max(0).max(-1), rtol=1e-14)
             with tracer.memory_budget("8 MiB"):
                 numpy.testing.assert_allclose(numpy.asarray(y), want, rtol=1e-14)
+
+
+class _Worker:
+    """What _room reads of a Dask worker: its memory limit, and dask-cuda's device limit (its
+    DeviceHostFile's device buffer's `n`) where `device` is given."""
+
+    def __init__(self, memory_limit, device=None):
+        self.memory_manager = type("M", (), {"memory_limit": memory_limit})()
+        if device is not None:
+            self.data = type("D", (), {"device_buffer": type("B", (), {"n": device})()})()
+
+
+def test_a_cuda_workers_chunks_are_sized_from_its_device(monkeypatch):
+    """A cuda worker's room: DEVICE_FRACTION of its device's memory (of dask-cuda's
+    device_memory_limit where less), less what is in use there, and no more than its host
+    room; a cpu worker's: its host room only; a device of unknown size (the simulator's):
+    the host room. The backend: the one asked for, else the worker's own config's."""
+    from tracer import dask_cluster as dc
+    from tracer.ir.config import context
+    gib = 1 << 30
+    monkeypatch.setattr(dc, "_device_memory", lambda: (15 * gib, 16 * gib, 0))
+    be, host = dc._room(0.45, "cpu", _Worker(64 * gib))
+    assert be == "cpu" and 64 * gib * 0.45 - 2 * gib < host < 64 * gib * 0.45
+    assert dc._room(0.45, "cuda", _Worker(64 * gib)) == \
+        ("cuda", int(16 * gib * dc.DEVICE_FRACTION) - gib)  # the device's whole memory
+    assert dc._room(0.45, "cuda", _Worker(64 * gib, device=8 * gib)) == \
+        ("cuda", int(8 * gib * dc.DEVICE_FRACTION) - gib)  # dask-cuda's limit
+    # 13 GiB in use besides tracer's idle GiB: the floor, 5% of the limit
+    monkeypatch.setattr(dc, "_device_memory", lambda: (2 * gib, 16 * gib, gib))
+    assert dc._room(0.45, "cuda", _Worker(64 * gib, device=8 * gib))[1] == int(8 * gib * 0.05)
+
+    def near(a, b):  # (the host room reads this process's memory, which moves a little)
+        return abs(a - b) < 32 << 20
+    monkeypatch.setattr(dc, "_device_memory", lambda: (15 * gib, 16 * gib, 0))
+    assert near(dc._room(0.45, "cuda", _Worker(2 * gib))[1], dc._room(0.45, "cpu",
+                                                                      _Worker(2 * gib))[1])
+    monkeypatch.setattr(dc, "_device_memory", lambda: (float("inf"), float("inf"), 0))
+    assert near(dc._room(0.45, "cuda", _Worker(64 * gib))[1], host)
+    with context(backend="cuda"):
+        assert dc._room(0.45, None, _Worker(64 * gib))[0] == "cuda"
+        assert dc._room(0.45, "cpu", _Worker(64 * gib))[0] == "cpu"
+
+    class Client:  # a cluster whose workers disagree
+        def run(self, fn, *args):
+            return {"a": ("cpu", 1 << 20), "b": ("cuda", 2 << 20)}
+    with pytest.raises(ValueError, match=r"different backends \(cpu, cuda\): pass backend="):
+        dc._worker_budget(Client(), None)
+
+
+def _simulate_cuda(on: bool) -> None:
+    from tracer.ir.config import CONFIG
+    CONFIG.cuda_sim = on
+
+
+def test_the_workers_run_the_backend_asked_for(client):
+    """backend="cuda": each chunk task runs on its worker's cuda backend (here under Numba's
+    simulator: a worker's uploads are added to this process's counters), with NumPy's answers;
+    backend="cpu": none."""
+    h = H[:3000, :4]
+    x = np.asarray(h)
+    client.run(_simulate_cuda, True)
+    try:
+        for be in ("cuda", "cpu"):
+            with tracer.cluster(client, budget="16 KiB", backend=be) as cl:
+                assert cl.worker_backend == be
+                cl.worker_budget = cl.worker_budget._replace(limit=32 << 10, split_size=8 << 10)
+                before = tracer.stats()
+                h2d, chunks = before.h2d_bytes, before.split_chunks
+                y = tracer.evaluate(np.sin(x) * 2)  # 96 KB: kept on the workers
+                assert tracer.stats().split_chunks - chunks > 1
+                assert (tracer.stats().h2d_bytes - h2d >= h.nbytes) == (be == "cuda")
+                with tracer.memory_budget("1 MiB"):
+                    numpy.testing.assert_allclose(numpy.asarray(y), numpy.sin(h) * 2,
+                                                  rtol=1e-14)
+    finally:
+        client.run(_simulate_cuda, False)
