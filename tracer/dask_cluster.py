@@ -3,9 +3,10 @@
 Inside the block, evaluations run within a budget of the client's (`budget`, by default half
 the memory free when the block is entered). One that does not fit is split as
 `memory_budget` splits it (tracer/budgeted.py: the same splitter, the same stages), with chunks
-sized to the workers' memory; the chunks' graph goes to the workers in Dask tasks of several
-chunks each (tracer/dask_tasks.py), and a worker plans, compiles (through its kernel caches,
-once per worker and graph structure) and runs each chunk under its own budget. The tasks' rows
+sized to the workers' memory (tracer/dask_workers.py: and a cuda worker's device's); the
+chunks' graph goes to the workers in Dask tasks of several chunks each (tracer/dask_tasks.py),
+and a worker plans, compiles (through its kernel caches, once per worker and graph structure)
+and runs each chunk under its own budget. The tasks' rows
 of the row-wise results come back to the client; their partials of the reductions over the
 split rows are combined on the cluster as a tree of tasks, in chunk order. Dask schedules,
 moves data and reruns the tasks of a worker that dies.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import sys
 import threading
 import weakref
 
@@ -27,21 +27,12 @@ from tracer.cuda_kernels.layout import over_one_element
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.opt import splitter
 from tracer.opt.rewrite import rebuild, with_inputs
-from . import budget as _budget
-from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
+from . import budget as _budget, dask_workers
+from .budget import MemoryBudgetError, fmt_bytes, memory_budget
 from .store import apply_step_numpy, apply_view_numpy
 
 _ACTIVE: list["cluster"] = []
 _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-process cluster)
-# the part of a worker's memory limit its chunks may plan for: Dask pauses a worker at 80% of
-# its limit, counting what the process already holds, and a chunk has held up to about twice
-# its plan (its rows made and cut, results on their way out): 4 GiB reduced on two 1 GiB
-# workers peaked at 830 MiB with 0.6, 550 MiB with 0.45 (bench/bench_dask.py --reduce-gib 4)
-WORKER_FRACTION = 0.45
-COMPILE_BYTES = 128 << 20  # what compiling a chunk's kernels may take beside it
-# the part of a cuda worker's device memory its chunks may plan for: a guess, not yet measured
-# on a GPU (Dask does not pause a worker for device memory; a chunk's results go to the host)
-DEVICE_FRACTION = 0.7
 
 
 class cluster:
@@ -58,7 +49,7 @@ class cluster:
                  backend: str | None = None):
         self.client = client
         self._local = memory_budget("50%" if budget is None else budget)
-        self.worker_backend, self.worker_budget = _worker_budget(client, backend)
+        self.worker_backend, self.worker_budget = dask_workers.budget(client, backend)
         self.remote_bytes = self._local.limit // 4 if remote_bytes is None else remote_bytes
         self.block_bytes = block_bytes
 
@@ -77,59 +68,6 @@ def active() -> "cluster | None":
     if not _ACTIVE or getattr(_ON_WORKER, "on", False):
         return None
     return _ACTIVE[-1]
-
-
-def _worker_budget(client, backend: str | None) -> tuple[str, Budget]:
-    """(the workers' backend, what one chunk may allocate on the smallest worker): see
-    _room. The workers must agree on the backend (else `backend=` picks it)."""
-    room = client.run(_room, WORKER_FRACTION, backend)
-    if not room:
-        raise ValueError("tracer.cluster: the client's cluster has no workers")
-    kinds = sorted({be for be, _ in room.values()})
-    if len(kinds) > 1:
-        raise ValueError(f"tracer.cluster: the workers run different backends "
-                         f"({', '.join(kinds)}): pass backend= to choose one")
-    limit = max(1, min(r for _, r in room.values()))
-    return kinds[0], Budget(limit, limit)  # chunks as big as fit: every chunk a few Dask tasks
-
-
-def _room(fraction: float, backend: str | None, dask_worker=None) -> tuple[str, int]:
-    """On a worker: (its backend, `backend` or its own config's, and the room of one chunk):
-    `fraction` of its memory limit (of its host's memory where it has none), less what the
-    process holds once tracer is loaded there (loaded now, so the first chunk does not find
-    less room than planned); on cuda, at most the device's room too (_device_room)."""
-    import numba
-    import psutil
-    from tracer.cuda_kernels.backends import default_backend
-    from tracer.ir.config import CONFIG
-
-    be = default_backend(backend or CONFIG.backend)
-    numba.njit(lambda x: x + 1)(1)  # LLVM's own memory, held from the first compile on
-    limit = dask_worker.memory_manager.memory_limit or psutil.virtual_memory().total
-    held = psutil.Process().memory_info().rss + COMPILE_BYTES
-    room = max(int(limit * fraction) - held, int(limit * 0.05))
-    return be, room if be == "cpu" else min(room, _device_room(dask_worker))
-
-
-def _device_room(dask_worker) -> int:
-    """What a chunk may plan for on a cuda worker's device: DEVICE_FRACTION of its memory (of
-    dask-cuda's device_memory_limit where less), less what is in use there now (tracer's idle
-    pool aside). A device of no known size (the simulator's) leaves the host's room."""
-    free, total, idle = _device_memory()
-    if not (math.isfinite(free) and math.isfinite(total)):
-        return sys.maxsize
-    # dask-cuda's DeviceHostFile spills past device_memory_limit: its device buffer's `n`
-    cap = getattr(getattr(getattr(dask_worker, "data", None), "device_buffer", None), "n", None)
-    limit = total if not cap else min(cap, total)
-    return max(int(limit * DEVICE_FRACTION) - int(total - free - idle), int(limit * 0.05))
-
-
-def _device_memory() -> tuple[float, float, int]:
-    """(free, total, tracer's idle pool) bytes of this process's device."""
-    from tracer.cuda_kernels import backends
-    be = backends.get("cuda")
-    info = be._api().current_context().get_memory_info()
-    return info.free, info.total, be.pool.idle
 
 
 # ---------------------------------------------------------------- values on the cluster

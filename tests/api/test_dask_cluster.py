@@ -298,6 +298,8 @@ def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monke
     """numpy.asarray of a view (x[:10], x[5], x[:, 0], x.T[2, ::7]) of a value held on the
     cluster, drawn or kept there by an evaluation: each block it reads sends only the view's
     elements; the blocks it does not read run nothing."""
+    import distributed
+    from distributed.utils import key_split
     got = []
     gather = client.gather
 
@@ -334,6 +336,11 @@ def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monke
         with pytest.raises(tracer.MemoryBudgetError, match="from the cluster"):
             numpy.asarray(x[:30000])  # 1.8 MiB: over the client's budget
         assert not got
+        # a reduction of a slice: the blocks it covers are made (two), its chunks run
+        with distributed.get_task_stream(client) as ts:
+            assert float(x[5000:9000].max()) == h[5000:9000].max()
+        made = [key_split(t["key"]) for t in ts.data]
+        assert made.count("Recipe") == 2 and "tracer" in made
 
 
 def test_results_split_on_another_axis_stay_on_the_cluster(client):
@@ -362,7 +369,7 @@ def test_results_split_on_another_axis_stay_on_the_cluster(client):
 
 
 class _Worker:
-    """What _room reads of a Dask worker: its memory limit, and dask-cuda's device limit (its
+    """What dask_workers.room reads of a Dask worker: its memory limit, and dask-cuda's device limit (its
     DeviceHostFile's device buffer's `n`) where `device` is given."""
 
     def __init__(self, memory_limit, device=None):
@@ -376,36 +383,36 @@ def test_a_cuda_workers_chunks_are_sized_from_its_device(monkeypatch):
     device_memory_limit where less), less what is in use there, and no more than its host
     room; a cpu worker's: its host room only; a device of unknown size (the simulator's):
     the host room. The backend: the one asked for, else the worker's own config's."""
-    from tracer import dask_cluster as dc
+    from tracer import dask_workers as dw
     from tracer.ir.config import context
     gib = 1 << 30
-    monkeypatch.setattr(dc, "_device_memory", lambda: (15 * gib, 16 * gib, 0))
-    be, host = dc._room(0.45, "cpu", _Worker(64 * gib))
+    monkeypatch.setattr(dw, "device_memory", lambda: (15 * gib, 16 * gib, 0))
+    be, host = dw.room(0.45, "cpu", _Worker(64 * gib))
     assert be == "cpu" and 64 * gib * 0.45 - 2 * gib < host < 64 * gib * 0.45
-    assert dc._room(0.45, "cuda", _Worker(64 * gib)) == \
-        ("cuda", int(16 * gib * dc.DEVICE_FRACTION) - gib)  # the device's whole memory
-    assert dc._room(0.45, "cuda", _Worker(64 * gib, device=8 * gib)) == \
-        ("cuda", int(8 * gib * dc.DEVICE_FRACTION) - gib)  # dask-cuda's limit
+    assert dw.room(0.45, "cuda", _Worker(64 * gib)) == \
+        ("cuda", int(16 * gib * dw.DEVICE_FRACTION) - gib)  # the device's whole memory
+    assert dw.room(0.45, "cuda", _Worker(64 * gib, device=8 * gib)) == \
+        ("cuda", int(8 * gib * dw.DEVICE_FRACTION) - gib)  # dask-cuda's limit
     # 13 GiB in use besides tracer's idle GiB: the floor, 5% of the limit
-    monkeypatch.setattr(dc, "_device_memory", lambda: (2 * gib, 16 * gib, gib))
-    assert dc._room(0.45, "cuda", _Worker(64 * gib, device=8 * gib))[1] == int(8 * gib * 0.05)
+    monkeypatch.setattr(dw, "device_memory", lambda: (2 * gib, 16 * gib, gib))
+    assert dw.room(0.45, "cuda", _Worker(64 * gib, device=8 * gib))[1] == int(8 * gib * 0.05)
 
     def near(a, b):  # (the host room reads this process's memory, which moves a little)
         return abs(a - b) < 32 << 20
-    monkeypatch.setattr(dc, "_device_memory", lambda: (15 * gib, 16 * gib, 0))
-    assert near(dc._room(0.45, "cuda", _Worker(2 * gib))[1], dc._room(0.45, "cpu",
+    monkeypatch.setattr(dw, "device_memory", lambda: (15 * gib, 16 * gib, 0))
+    assert near(dw.room(0.45, "cuda", _Worker(2 * gib))[1], dw.room(0.45, "cpu",
                                                                       _Worker(2 * gib))[1])
-    monkeypatch.setattr(dc, "_device_memory", lambda: (float("inf"), float("inf"), 0))
-    assert near(dc._room(0.45, "cuda", _Worker(64 * gib))[1], host)
+    monkeypatch.setattr(dw, "device_memory", lambda: (float("inf"), float("inf"), 0))
+    assert near(dw.room(0.45, "cuda", _Worker(64 * gib))[1], host)
     with context(backend="cuda"):
-        assert dc._room(0.45, None, _Worker(64 * gib))[0] == "cuda"
-        assert dc._room(0.45, "cpu", _Worker(64 * gib))[0] == "cpu"
+        assert dw.room(0.45, None, _Worker(64 * gib))[0] == "cuda"
+        assert dw.room(0.45, "cpu", _Worker(64 * gib))[0] == "cpu"
 
     class Client:  # a cluster whose workers disagree
         def run(self, fn, *args):
             return {"a": ("cpu", 1 << 20), "b": ("cuda", 2 << 20)}
     with pytest.raises(ValueError, match=r"different backends \(cpu, cuda\): pass backend="):
-        dc._worker_budget(Client(), None)
+        dw.budget(Client(), None)
 
 
 def _simulate_cuda(on: bool) -> None:
