@@ -121,32 +121,52 @@ class Remote(Buffer):
     def fetch(self, steps: tuple = ()) -> np.ndarray:
         """The value, or its view by a lazy view's `steps` (tracer/view.py): each block sends
         only the view's elements it holds (x[:10] reads the first block, x[:, 0] a column of
-        each)."""
-        v = self.value
-        if steps:
-            try:
-                v = _viewed(v, steps)
-            except ValueError:  # a step NumPy would copy for (a bitcast of strided rows)
-                v = None
-        if v is None or v.dtype != self.stand.dtype:  # (a bitcast: the rows whole)
-            return apply_view_numpy(self.fetch(), steps)
-        _fits(v)
+        each). After a reshape that NumPy copies for (x.T.reshape(-1)), the steps go on over
+        a C-ordered stand-in of the values before it; from a bitcast on, they are NumPy's,
+        here, on the values the steps before it give."""
+        v, under, layers, done = self.value, self.stand, [], 0
+        for kind, arg in steps:
+            if kind == "bitcast":
+                break
+            if kind == "reshape":
+                try:
+                    v = v.reshape(arg, copy=False)
+                except ValueError:  # (a copy would read the stand-in past its one element)
+                    layers.append((v, under))
+                    under = over_one_element(v.shape, v.dtype)
+                    v = under.reshape(arg)
+            else:
+                v = apply_step_numpy(v, kind, arg)
+            done += 1
+        got = self.gather(v, layers, under)
+        return apply_view_numpy(got, steps[done:]) if done < len(steps) else got
+
+    def gather(self, v: np.ndarray, layers: list = (), under=None) -> np.ndarray:
+        """The values of `v`, `value` or a view of it (or of the last of `layers`' stand-ins,
+        `under`: see fetch), brought here (MemoryBudgetError first where they would pass the
+        client's budget)."""
+        over = _over(v)
+        if over:
+            raise MemoryBudgetError(over)
         if v is not self.value:
-            return self._elements(v)
+            return self._elements(v, layers, self.stand if under is None else under)
         parts = self.client.gather([self.client.submit(f, pure=False) if type(f) is Recipe
                                     else f for _, _, f in self.blocks])
         whole = np.concatenate(parts) if parts else np.empty(self.stand.shape, v.dtype)
         return whole if v is self.stand else np.moveaxis(whole, 0, self.axis)
 
-    def _elements(self, v: np.ndarray) -> np.ndarray:
-        """A view of `stand`'s values: a task per block it reads takes its elements there."""
+    def _elements(self, v: np.ndarray, layers: list, under: np.ndarray) -> np.ndarray:
+        """The values of v, a view of `under`: a task per block of rows it reads takes its
+        elements there. `layers`: [(a view, the stand-in it views)] whose values, C-ordered,
+        the next stand-in (the last: `under`) stands for."""
         out = np.empty(v.size, v.dtype)
         if not v.size:
             return out.reshape(v.shape)
-        offs = np.asarray(v.ctypes.data - self.stand.ctypes.data, np.int64)
-        for n, st in zip(v.shape, v.strides):  # each element's byte offset in `stand`
-            offs = offs[..., None] + np.arange(n, dtype=np.int64) * st
-        offs = offs.reshape(-1)
+        offs = _offsets(v, under)
+        for view, base in reversed(layers):  # the offsets in the stand-in each layer views
+            at = np.unravel_index(offs // v.itemsize, view.shape)
+            offs = sum((i * st for i, st in zip(at, view.strides)),
+                       np.full(offs.shape, view.ctypes.data - base.ctypes.data, np.int64))
         rows = offs // self.stand.strides[0]
         order = np.argsort(rows, kind="stable")
         rows = rows[order]
@@ -168,30 +188,41 @@ class Remote(Buffer):
         raise TypeError("a value held on a Dask cluster is not pickled: evaluate or gather it")
 
 
-def _fits(v: np.ndarray) -> None:
-    """Raise MemoryBudgetError where bringing v here would pass the client's budget."""
-    need = v.nbytes
+def _offsets(v: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The byte offset in `base` of each element of its view v, in v's C order."""
+    offs = np.asarray(v.ctypes.data - base.ctypes.data, np.int64)
+    for n, st in zip(v.shape, v.strides):
+        offs = offs[..., None] + np.arange(n, dtype=np.int64) * st
+    return offs.reshape(-1)
+
+
+def _over(v: np.ndarray) -> str | None:
+    """Why bringing v here would pass the client's budget, or None where it fits."""
     b = _budget.active()
     room = b.limit if b is not None else _budget.free_bytes("cpu") // 2
-    if need > room:
-        raise MemoryBudgetError(
-            f"tracer.cluster: bringing this {v.dtype}{list(v.shape)} array "
-            f"({fmt_bytes(need)}) from the cluster to this process needs more than "
+    if v.nbytes <= room:
+        return None
+    return (f"tracer.cluster: bringing this {v.dtype}{list(v.shape)} array "
+            f"({fmt_bytes(v.nbytes)}) from the cluster to this process needs more than "
             f"{'the budget of' if b is not None else 'half the memory free,'} "
             f"{fmt_bytes(room)}: reduce it on the cluster first")
 
 
-def _viewed(a: np.ndarray, steps: tuple) -> np.ndarray:
-    """A lazy view's steps applied to a stand-in, raising ValueError rather than copying (a
-    copy would read the stand-in's one element of memory past its end)."""
-    for kind, arg in steps:
+def _on_stand_in(a: np.ndarray, steps: tuple) -> tuple[np.ndarray, int]:
+    """(a lazy view's steps applied to a stand-in, how many): up to the first that is not a
+    view of the same dtype (a bitcast; a reshape that copies, which would read the stand-in's
+    one element of memory past its end)."""
+    for done, (kind, arg) in enumerate(steps):
+        if kind == "bitcast":
+            return a, done
         if kind == "reshape":
-            a = a.reshape(arg, copy=False)
-        elif kind == "bitcast":
-            a = a.view(arg)
+            try:
+                a = a.reshape(arg, copy=False)
+            except ValueError:
+                return a, done
         else:
             a = apply_step_numpy(a, kind, arg)
-    return a
+    return a, len(steps)
 
 
 def _take(block, idx) -> np.ndarray:
@@ -215,27 +246,27 @@ def _remote(buf: Buffer) -> bool:
 
 def views_as_leaves(roots: list[Node]) -> list[Node]:
     """The graph with each view (slice, transpose, reshape, broadcast_to) of a value of the
-    cluster's, or of such a view, (`x[a:b]`, `x.T[::2]`, but not a root) read as a leaf of
-    its own, a view of the value's stand-in (its rows come from the blocks that cover them):
-    such a leaf can be a split's source, where a slice's rows do not follow its input's row by
-    row."""
+    cluster's, or of such a view, (`x[a:b]`, `x.T[::2]`) read as a leaf of its own, a view of
+    the value's stand-in (its rows come from the blocks that cover them): such a leaf can be a
+    split's source, where a slice's rows do not follow its input's row by row. A root that is
+    such a view (`x[5, 3]` recorded) is a leaf of its values, brought here where they fit."""
     keep = {id(r) for r in roots}
 
     def leaf(n: Node, ins: tuple) -> Node:
-        if n.op in _VIEWS and id(n) not in keep and ins[0].op == "input" and \
-                _remote(ins[0].attr("buf")):
-            try:
-                step, attr = _VIEWS[n.op]
-                v = _viewed(ins[0].attr("buf").value, ((step, n.attr(attr)),))
-            except ValueError:  # a reshape that would copy: the node stays
-                return with_inputs(n, ins)
-            return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
+        if n.op in _VIEWS and ins[0].op == "input" and _remote(ins[0].attr("buf")):
+            step, attr = _VIEWS[n.op]
+            v, done = _on_stand_in(ins[0].attr("buf").value, ((step, n.attr(attr)),))
+            if done and id(n) not in keep:
+                return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
+            if done and _over(v) is None:
+                values = _remote_rows(v)[0].gather(v)
+                return make("input", (), n.shape, n.dtype, (("buf", Buffer(values)),))
         return with_inputs(n, ins)
 
     return rebuild(roots, leaf)
 
 
-# the view ops of one input: their lazy view steps (applied by _viewed) and attributes
+# the view ops of one input: their lazy view steps (see _on_stand_in) and attributes
 _VIEWS = {"slice": ("slice", "slices"), "transpose": ("transpose", "perm"),
           "reshape": ("reshape", "shape"), "broadcast_to": ("broadcast", "shape")}
 

@@ -316,6 +316,8 @@ def _on_cluster(roots: list[Node]) -> list:
     """A graph that reads values held on a Dask cluster: split along the rows of one of them,
     each chunk a task beside its rows (tracer/dask_cluster.py)."""
     roots = dask_cluster.views_as_leaves(roots)
+    if not dask_cluster.remote_leaves(roots):  # (views of them brought here)
+        return execute(roots)
     split, first = dask_cluster.split_of(roots)
     if split is None:  # reductions whose results meet the rows again (x - x.mean()): first
         done = {id(n): make("input", (), n.shape, n.dtype, (("buf", b),))

@@ -295,9 +295,9 @@ def test_slices_of_a_value_of_the_cluster_split_by_their_rows(client):
 
 
 def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monkeypatch):
-    """numpy.asarray of a view (x[:10], x[5], x[:, 0], x.T[2, ::7]) of a value held on the
-    cluster, drawn or kept there by an evaluation: each block it reads sends only the view's
-    elements; the blocks it does not read run nothing."""
+    """numpy.asarray of a view (x[:10], x[5], x[:, 0], x.T[2, ::7], x.T.reshape(-1)[3:40])
+    of a value held on the cluster, drawn or kept there by an evaluation: each block it reads
+    sends only the view's elements; the blocks it does not read run nothing."""
     import distributed
     from distributed.utils import key_split
     got = []
@@ -320,7 +320,9 @@ def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monke
             ends = [hi for _, hi, _ in a._var.node.attr("buf").blocks]
             assert len(ends) > 4
             for view in (lambda t: t[:10], lambda t: t[5], lambda t: t[-5:, 2],
-                         lambda t: t[:, 0], lambda t: t.T[2, ::7], lambda t: t[39990:20:-997]):
+                         lambda t: t[:, 0], lambda t: t.T[2, ::7], lambda t: t[39990:20:-997],
+                         lambda t: t.T.reshape(-1)[3:40],  # (NumPy's reshape copies)
+                         lambda t: t[7:9].view(numpy.int64)):
                 got.clear()
                 want = view(ha)
                 numpy.testing.assert_array_equal(numpy.asarray(view(a)), want)
@@ -332,6 +334,8 @@ def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monke
             got.clear()
             assert float(numpy.asarray(a[:10]).sum()) == pytest.approx(ha[:10].sum())
             assert len(got[0]) == 1
+            got.clear()
+            assert float(a[5, 3]) == ha[5, 3] and sum(got[0]) == 8  # (recorded, not a view)
         got.clear()
         with pytest.raises(tracer.MemoryBudgetError, match="from the cluster"):
             numpy.asarray(x[:30000])  # 1.8 MiB: over the client's budget
