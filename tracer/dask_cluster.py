@@ -128,16 +128,12 @@ class Remote(Buffer):
         for kind, arg in steps:
             if kind == "bitcast":
                 break
-            if kind == "reshape":
-                try:
-                    v = v.reshape(arg, copy=False)
-                except ValueError:  # (a copy would read the stand-in past its one element)
-                    layers.append((v, under))
-                    under = over_one_element(v.shape, v.dtype)
-                    v = under.reshape(arg)
-            else:
-                v = apply_step_numpy(v, kind, arg)
-            done += 1
+            w = _stand_in_view(v, kind, arg)
+            if w is None:  # a copy's values: C-ordered over a stand-in of their own
+                layers.append((v, under))
+                under = over_one_element(v.shape, v.dtype)
+                w = under.reshape(arg)
+            v, done = w, done + 1
         got = self.gather(v, layers, under)
         return apply_view_numpy(got, steps[done:]) if done < len(steps) else got
 
@@ -208,21 +204,15 @@ def _over(v: np.ndarray) -> str | None:
             f"{fmt_bytes(room)}: reduce it on the cluster first")
 
 
-def _on_stand_in(a: np.ndarray, steps: tuple) -> tuple[np.ndarray, int]:
-    """(a lazy view's steps applied to a stand-in, how many): up to the first that is not a
-    view of the same dtype (a bitcast; a reshape that copies, which would read the stand-in's
-    one element of memory past its end)."""
-    for done, (kind, arg) in enumerate(steps):
-        if kind == "bitcast":
-            return a, done
-        if kind == "reshape":
-            try:
-                a = a.reshape(arg, copy=False)
-            except ValueError:
-                return a, done
-        else:
-            a = apply_step_numpy(a, kind, arg)
-    return a, len(steps)
+def _stand_in_view(a: np.ndarray, kind: str, arg) -> np.ndarray | None:
+    """A lazy view's step (not a bitcast) applied to a stand-in, or None for a reshape that
+    NumPy copies for (a copy would read the stand-in's one element of memory past its end)."""
+    if kind != "reshape":
+        return apply_step_numpy(a, kind, arg)
+    try:
+        return a.reshape(arg, copy=False)
+    except ValueError:
+        return None
 
 
 def _take(block, idx) -> np.ndarray:
@@ -255,10 +245,10 @@ def views_as_leaves(roots: list[Node]) -> list[Node]:
     def leaf(n: Node, ins: tuple) -> Node:
         if n.op in _VIEWS and ins[0].op == "input" and _remote(ins[0].attr("buf")):
             step, attr = _VIEWS[n.op]
-            v, done = _on_stand_in(ins[0].attr("buf").value, ((step, n.attr(attr)),))
-            if done and id(n) not in keep:
+            v = _stand_in_view(ins[0].attr("buf").value, step, n.attr(attr))
+            if v is not None and id(n) not in keep:
                 return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
-            if done and _over(v) is None:
+            if v is not None and _over(v) is None:
                 values = _remote_rows(v)[0].gather(v)
                 return make("input", (), n.shape, n.dtype, (("buf", Buffer(values)),))
         return with_inputs(n, ins)
@@ -266,7 +256,7 @@ def views_as_leaves(roots: list[Node]) -> list[Node]:
     return rebuild(roots, leaf)
 
 
-# the view ops of one input: their lazy view steps (see _on_stand_in) and attributes
+# the view ops of one input: their lazy view steps and attributes
 _VIEWS = {"slice": ("slice", "slices"), "transpose": ("transpose", "perm"),
           "reshape": ("reshape", "shape"), "broadcast_to": ("broadcast", "shape")}
 
