@@ -300,6 +300,7 @@ def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monke
     sends only the view's elements; the blocks it does not read run nothing."""
     import distributed
     from distributed.utils import key_split
+    from tracer import dask_cluster
     got = []
     gather = client.gather
 
@@ -340,6 +341,10 @@ def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monke
         with pytest.raises(tracer.MemoryBudgetError, match="from the cluster"):
             numpy.asarray(x[:30000])  # 1.8 MiB: over the client's budget
         assert not got
+        # the elements' places worked out a slab at a time (here rows in falling order)
+        monkeypatch.setattr(dask_cluster, "SLAB", 1000)
+        numpy.testing.assert_array_equal(numpy.asarray(x.T[::-1, ::-3]), h.T[::-1, ::-3])
+        assert len(got) == 8 and sum(map(sum, got)) == h.T[::-1, ::-3].nbytes
         # a reduction of a slice: the blocks it covers are made (two), its chunks run
         with distributed.get_task_stream(client) as ts:
             assert float(x[5000:9000].max()) == h[5000:9000].max()
