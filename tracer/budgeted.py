@@ -283,7 +283,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
                             sum(n.nbytes for n in probe if id(n) in ids))
         rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
                                  _rows_of(source, split.axis), be, plan,
-                                 2 * sum(n.nbytes for n in probe if id(n) not in ids))
+                                 2 * sum(cluster.read_bytes(n.attr("buf").value)
+                                         for n in probe if id(n) not in ids))
         room = on.worker_budget.limit - on_worker.held - need  # (for a task's further rows)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0

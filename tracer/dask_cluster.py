@@ -312,9 +312,22 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
 
 
 def _row_axes(view: np.ndarray) -> list[int]:
-    """The axes of a view of a stand-in, those whose rows (chunks of it) cover the fewest rows
-    of the stand-in first: of the largest stride first (x.T: its last)."""
-    return sorted(range(view.ndim), key=lambda a: (view.shape[a] < 2, -abs(view.strides[a])))
+    """The axes of a view of a stand-in along which it walks the stand-in's rows (one index
+    along the axis spans at most half of what the view spans: x's first axis, x.T's last),
+    those of the least span first; else its first axis."""
+    def span(skip: int | None) -> int:  # the bytes the view spans with index `skip` fixed
+        return view.itemsize + sum((n - 1) * abs(st) for d, (n, st) in
+                                   enumerate(zip(view.shape, view.strides)) if d != skip)
+    whole = span(None)
+    walk = [a for a in range(view.ndim) if view.shape[a] > 1 and 2 * span(a) <= whole]
+    return sorted(walk, key=span) or list(range(min(view.ndim, 1)))
+
+
+def read_bytes(value) -> int:
+    """What a leaf's value reads: the rows of the blocks it covers for a view of a value of
+    the cluster's (x[:, 0] reads x's rows whole), else its bytes."""
+    at = _remote_rows(value) if _REMOTE and isinstance(value, np.ndarray) else None
+    return value.nbytes if at is None else (at[2] - at[1]) * at[0].stand.strides[0]
 
 
 def _blocks(on: "cluster", rows: int, row_bytes: int, recipe) -> list:

@@ -243,7 +243,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
             del sent[k]  # a block behind this task: its tasks hold it while they need it
         first = chunk(lo)
         if not spans:
-            held = sum(b.value.nbytes for b in first[2] if id(b) not in shared) + \
+            held = sum(dask_cluster.read_bytes(b.value) for b in first[2]
+                       if id(b) not in shared) + \
                 sum(r.nbytes // max(n, 1) * rows for r, _ in st.deps)
             k_max = max(1, room // max(held, 1))
         k = max(1, min(k_max, -(-(n - lo) // (rows * GUIDE * workers))))

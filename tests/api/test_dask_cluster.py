@@ -451,3 +451,22 @@ def test_the_workers_run_the_backend_asked_for(client):
                                                   rtol=1e-14)
     finally:
         client.run(_simulate_cuda, False)
+
+
+def test_a_view_of_a_value_of_the_cluster_reads_and_splits_along_its_rows():
+    """A view of a value held on the cluster reads the rows of the blocks it covers (what a
+    worker holds for it), and splits along the axes that walk those rows (x's first, x.T's
+    last), those whose one index spans the least first."""
+    from tracer.dask_cluster import Remote, _row_axes, read_bytes
+    r = Remote((40000, 8), numpy.float64, [], None)
+    x = r.value
+    assert read_bytes(x) == x.nbytes and read_bytes(x[10:20]) == 10 * 64
+    assert read_bytes(x[:, 0]) == x.nbytes and read_bytes(x[::4, 1:3]) == (39997 - 0) * 64
+    assert read_bytes(numpy.ones(3)) == 24
+    t = Remote((8, 40000), numpy.float64, [], None, axis=1).value  # blocks of its columns
+    assert t.shape == (8, 40000) and read_bytes(t[:, 5:9]) == 4 * 64
+    for view, axes in ((x, [0]), (x.T, [1]), (x[:, 0], [0]), (x.reshape(-1), [0]),
+                       (x.reshape(20000, 16), [0]), (x[None], [1]), (t, [1]), (t[::-1, ::2], [1]),
+                       (numpy.moveaxis(x.reshape(40000, 2, 4), 0, 2), [2]),
+                       (numpy.broadcast_to(x[:1], (5, 8)), [1]), (x[5], [0])):
+        assert _row_axes(view) == axes, view.shape
