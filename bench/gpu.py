@@ -31,6 +31,9 @@ It records:
     where the program is not theirs (jax has no in-place writes).
 - interchange (bench/gpu_interchange.py): device arrays handed in and out through DLPack and
   the CUDA array interface (numba.cuda, CuPy, torch), with no host copy and tracer's stream;
+- cluster (bench/gpu_cluster.py): with dask_cuda importable, a LocalCUDACluster (one worker
+  per GPU) runs a tracer.cluster evaluation on every worker's cuda backend (skipped without
+  dask_cuda, and under --sim);
 Each case runs in its own try: a failure is recorded and the run goes on. Exit status 1 when any
 case failed or is wrong.
 """
@@ -57,7 +60,7 @@ if str(ROOT) not in sys.path:
 
 import numpy  # noqa: E402
 
-from bench import gpu_interchange  # noqa: E402
+from bench import gpu_cluster, gpu_interchange  # noqa: E402
 from bench.bench_foundation import rel_err, timed  # noqa: E402
 
 STATS_FIELDS = ("kernels_launched", "host_waits", "h2d_copies", "h2d_bytes", "d2h_copies",
@@ -636,9 +639,13 @@ def main(argv=None) -> int:
     report["interchange"] = _section(gpu_interchange.run, args.sim)
     print(json.dumps({k: v for k, v in report["interchange"].items() if k != "traceback"},
                      indent=1, default=str), flush=True)
+    report["cluster"] = _section(gpu_cluster.run, args.sim)
+    print(json.dumps({k: v for k, v in report["cluster"].items() if k != "traceback"},
+                     indent=1, default=str), flush=True)
     bad = [c["name"] for c in cases if not c.get("correct")]
-    if not report["interchange"].get("ok"):
-        bad.append("interchange")
+    for section in ("interchange", "cluster"):
+        if not report[section].get("ok"):
+            bad.append(section)
     report["summary"] = {"cases": len(cases), "correct": len(cases) - len(bad),
                          "wrong_or_failed": bad, "wall_s": time.perf_counter() - start}
     print("\n" + "\n".join(table(cases)))

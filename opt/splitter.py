@@ -130,12 +130,13 @@ def _trace(roots: list[Node], order: list[Node], source: Node, axis: int) -> dic
     return ax
 
 
-def find(roots: list[Node], sources: set | None = None) -> Split | None:
+def find(roots: list[Node], sources: dict | None = None) -> Split | None:
     """The (source, axis) every root follows row by row that leaves the least to hold whole
     (the source, when computed, and the values the chunks read in full); None when there is
-    none. `sources`: ids of the only leaves to split, along their first axis (values held in
-    blocks of rows elsewhere). O(c n) for c candidate (source, axis) pairs, each traced over
-    the graph, on graphs of at most MAX_NODES nodes; a larger graph is only sorted, O(n)."""
+    none. `sources`: {id: axes} of the only leaves to split, each along one of its axes (values
+    held in blocks of rows elsewhere: the axes that walk their rows, the best first). O(c n)
+    for c candidate (source, axis) pairs, each traced over the graph, on graphs of at most
+    MAX_NODES nodes; a larger graph is only sorted, O(n)."""
     order = toposort(roots)
     if len(order) > MAX_NODES:
         return None
@@ -147,7 +148,7 @@ def find(roots: list[Node], sources: set | None = None) -> Split | None:
         leaves, computed = [n for n in leaves if id(n) in sources], []
     best, held = None, 0
     for source in leaves + computed:
-        for axis in range(source.ndim if sources is None else 1):
+        for axis in range(source.ndim) if sources is None else sources[id(source)]:
             if source.shape[axis] < 2:
                 continue
             ax = _trace(roots, order, source, axis)
@@ -165,10 +166,10 @@ def find(roots: list[Node], sources: set | None = None) -> Split | None:
     return best
 
 
-def first_cuts(roots: list[Node], sources: set) -> list[Node]:
-    """Reductions over the rows of a source in `sources` (ids of leaves, first axis) whose
-    results meet that source's rows again (`x - x.mean(0)`): no split runs them in one pass,
-    but once they are computed (by a split of their own) and made leaves, one may."""
+def first_cuts(roots: list[Node], sources: dict) -> list[Node]:
+    """Reductions over the rows of a source in `sources` ({id of a leaf: axes}: the first)
+    whose results meet that source's rows again (`x - x.mean(0)`): no split runs them in one
+    pass, but once they are computed (by a split of their own) and made leaves, one may."""
     order = toposort(roots)
     if len(order) > MAX_NODES:
         return []
@@ -176,7 +177,7 @@ def first_cuts(roots: list[Node], sources: set) -> list[Node]:
     for source in order:
         if id(source) not in sources or not source.ndim:
             continue
-        ax = _trace(roots, order, source, 0)
+        ax = _trace(roots, order, source, sources[id(source)][0])
         for n in order:
             ins = [ax[id(i)] for i in n.inputs]
             if ax[id(n)] == FAIL and FAIL not in ins and CUT in ins:
@@ -268,11 +269,10 @@ def chunk_graph(targets: list[tuple[Node, int | None]], split: Split, lo: int, h
             ins = [go(n.inputs[0], kin)]
             attrs["shape"] = tuple(shape)
         elif n.op == "slice" and (k is None or _full_slice(n, k)):
-            ins = [go(n.inputs[0], k)]
+            ins = [go(n.inputs[0], k)]  # (whole along k: the chunk's rows, whole)
             if k is not None:
-                sl = list(n.attr("slices"))
-                sl[k] = (0, hi - lo, 1)
-                attrs["slices"] = tuple(sl)
+                attrs["slices"] = tuple((0, hi - lo, 1) if i == k else s
+                                        for i, s in enumerate(n.attr("slices")))
         elif id(n) in split.cuts:  # this chunk's partial
             ins = [go(n.inputs[0], split.cuts[id(n)][1])]
         elif kind is Kind.REDUCE:

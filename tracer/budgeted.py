@@ -266,7 +266,7 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
                                  plan)
     else:  # chunks sized to a worker, which holds what every chunk reads whole
         rows_out = sum(r.nbytes for r, _ in st.deps)
-        keep = st.held > budget.limit and all(ax == 0 for _, ax in st.deps)
+        keep = st.held > budget.limit  # (the row-wise results stay on the cluster)
         if st.held - keep * rows_out > budget.limit:
             raise over_budget(program, whole, budget, f"the client holds {fmt_bytes(st.held)} "
                               "through the chunks (the row-wise results, the values the chunks "
@@ -282,7 +282,8 @@ def run_split(roots, program, split, budget: Budget, be: str, execute, plan,
                             sum(n.nbytes for n in probe if id(n) in ids))
         rows, need = _chunk_rows(on_worker, program, whole, on.worker_budget,
                                  _rows_of(source, split.axis), be, plan,
-                                 2 * sum(n.nbytes for n in probe if id(n) not in ids))
+                                 2 * sum(cluster.read_bytes(n.attr("buf").value)
+                                         for n in probe if id(n) not in ids))
         room = on.worker_budget.limit - on_worker.held - need  # (for a task's further rows)
     # run: the values read whole first, then the chunks into the outputs
     realized, measured = {}, 0

@@ -13,9 +13,10 @@ elementwise ops and a reduction's chunk step into one task); they record, and ea
 results are realized when the task ends, so the chain runs as fused kernels per chunk and
 `compute()` and `persist()` hold values, not graphs. Dask's local schedulers (threads,
 synchronous) hand each result to a callback (`_realize`) in the scheduler's thread; a
-distributed worker measures each result (`_sizeof`) in the task's thread. (Left pending, a
-chunk would be computed only where something reads it, in one program with the chunks it
-depends on: Dask's compute() would return a graph and persist() would hold none of its work.)
+distributed worker measures each result (`_sizeof`) in the task's thread; sizing a chunk
+anywhere else evaluates nothing. (Left pending, a chunk would be computed only where something
+reads it, in one program with the chunks it depends on: Dask's compute() would return a graph
+and persist() would hold none of its work.)
 
 The registration runs when both tracer.numpy and dask.array are imported, in either order
 (`when_dask_imported`, called by tracer.numpy's import): nothing of Dask is imported for it.
@@ -94,11 +95,20 @@ def _to_numpy(data, **kwargs):
 
 
 def _sizeof(a: ndarray) -> int:
-    """A chunk's bytes, realized first where it is pending: a distributed worker measures each
-    task's result in the task's thread as it takes it, the one moment it hands it over there."""
-    if _pending(a, []):
+    """A chunk's bytes, from its shape and dtype: nothing is evaluated where Dask sizes a value
+    (on the client, on a worker's event loop, to weigh what it spills), except in a
+    distributed worker's task thread, where the worker measures the task's result as it takes
+    it: the one moment it hands it over there, so a pending chunk is realized first."""
+    if _in_task() and _pending(a, []):
         evaluate(a)
     return int(a.nbytes)
+
+
+def _in_task() -> bool:
+    """Whether this thread runs a distributed worker's task (distributed's thread_state then
+    holds the task's key)."""
+    utils = sys.modules.get("distributed.utils")  # (none: Dask's local schedulers only)
+    return utils is not None and getattr(utils.thread_state, "key", None) is not None
 
 
 def _pending(value, out: list) -> list:

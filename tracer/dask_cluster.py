@@ -3,9 +3,10 @@
 Inside the block, evaluations run within a budget of the client's (`budget`, by default half
 the memory free when the block is entered). One that does not fit is split as
 `memory_budget` splits it (tracer/budgeted.py: the same splitter, the same stages), with chunks
-sized to the workers' memory; the chunks' graph goes to the workers in Dask tasks of several
-chunks each (tracer/dask_tasks.py), and a worker plans, compiles (through its kernel caches,
-once per worker and graph structure) and runs each chunk under its own budget. The tasks' rows
+sized to the workers' memory (tracer/dask_workers.py: and a cuda worker's device's); the
+chunks' graph goes to the workers in Dask tasks of several chunks each (tracer/dask_tasks.py),
+and a worker plans, compiles (through its kernel caches, once per worker and graph structure)
+and runs each chunk under its own budget. The tasks' rows
 of the row-wise results come back to the client; their partials of the reductions over the
 split rows are combined on the cluster as a tree of tasks, in chunk order. Dask schedules,
 moves data and reruns the tasks of a worker that dies.
@@ -23,35 +24,32 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.layout import over_one_element
-from tracer.ir.catalogue import py_slice
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.opt import splitter
 from tracer.opt.rewrite import rebuild, with_inputs
-from . import budget as _budget
-from .budget import Budget, MemoryBudgetError, fmt_bytes, memory_budget
+from . import budget as _budget, dask_workers
+from .budget import MemoryBudgetError, fmt_bytes, memory_budget
+from .store import apply_step_numpy, apply_view_numpy
 
 _ACTIVE: list["cluster"] = []
 _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-process cluster)
-# the part of a worker's memory limit its chunks may plan for: Dask pauses a worker at 80% of
-# its limit, counting what the process already holds, and a chunk has held up to about twice
-# its plan (its rows made and cut, results on their way out): 4 GiB reduced on two 1 GiB
-# workers peaked at 830 MiB with 0.6, 550 MiB with 0.45 (bench/bench_dask.py --reduce-gib 4)
-WORKER_FRACTION = 0.45
-COMPILE_BYTES = 128 << 20  # what compiling a chunk's kernels may take beside it
 
 
 class cluster:
     """`with tracer.cluster(client):` evaluations that do not fit `budget` (bytes or a size
     string, default "50%" of the memory free now) run their chunks on the cluster of
-    `client`, a `dask.distributed.Client`. Random draws, `np.load`, `np.arange` and
-    `np.linspace` of at least `remote_bytes` (default: a quarter of the budget) are made on
-    the workers in row blocks of about `block_bytes` (see `Remote`): a seeded draw gives the
-    same values for the same block size (arange and linspace: NumPy's values)."""
+    `client`, a `dask.distributed.Client`, with `backend` ("cpu" or "cuda"; default: each
+    worker's own, TRACER_BACKEND where set, else cuda where the worker sees a GPU, as with
+    dask_cuda.LocalCUDACluster). Random draws, `np.load`, `np.arange` and `np.linspace` of at
+    least `remote_bytes` (default: a quarter of the budget) are made on the workers in row
+    blocks of about `block_bytes` (see `Remote`): a seeded draw gives the same values for the
+    same block size (arange and linspace: NumPy's values)."""
 
-    def __init__(self, client, budget=None, remote_bytes=None, block_bytes=64 << 20):
+    def __init__(self, client, budget=None, remote_bytes=None, block_bytes=64 << 20,
+                 backend: str | None = None):
         self.client = client
         self._local = memory_budget("50%" if budget is None else budget)
-        self.worker_budget = _worker_budget(client)
+        self.worker_backend, self.worker_budget = dask_workers.budget(client, backend)
         self.remote_bytes = self._local.limit // 4 if remote_bytes is None else remote_bytes
         self.block_bytes = block_bytes
 
@@ -72,30 +70,10 @@ def active() -> "cluster | None":
     return _ACTIVE[-1]
 
 
-def _worker_budget(client) -> Budget:
-    """What one chunk may allocate on the smallest worker: WORKER_FRACTION of its memory
-    limit (of its host's memory where it has none), less what the process holds once tracer
-    is loaded there (loaded now, so the first chunk does not find less room than planned)."""
-    room = client.run(_room, WORKER_FRACTION)
-    if not room:
-        raise ValueError("tracer.cluster: the client's cluster has no workers")
-    limit = max(1, min(room.values()))
-    return Budget(limit, limit)  # chunks as big as fit: every chunk is a few Dask tasks
-
-
-def _room(fraction: float, dask_worker=None) -> int:
-    import numba
-    import psutil
-
-    numba.njit(lambda x: x + 1)(1)  # LLVM's own memory, held from the first compile on
-    limit = dask_worker.memory_manager.memory_limit or psutil.virtual_memory().total
-    held = psutil.Process().memory_info().rss + COMPILE_BYTES
-    return max(int(limit * fraction) - held, int(limit * 0.05))
-
-
 # ---------------------------------------------------------------- values on the cluster
 
 _REMOTE: "weakref.WeakValueDictionary[int, Remote]" = weakref.WeakValueDictionary()
+SLAB = 1 << 20  # elements of a view whose places in the blocks are worked out at once
 
 
 class Recipe:
@@ -112,20 +90,25 @@ class Recipe:
 
 
 class Remote(Buffer):
-    """A value of the cluster's in blocks of rows (axis 0), a leaf's buffer: each block a
-    Dask future (held by the workers) or a Recipe (made where it is read). Its `value` is a
-    stand-in of its shape and C layout over one element of memory (planning reads no values;
-    a view of it tells which rows it covers); `fetch` gathers it, if the client's budget says
-    it fits."""
+    """A value of the cluster's in blocks of rows, a leaf's buffer: each block a Dask future
+    (held by the workers) or a Recipe (made where it is read). The blocks cut `axis` of the
+    value; each holds its part with that axis moved first, C-ordered, so `stand` (a stand-in
+    of that layout over one element of memory) has them as its rows, and `value` is `stand`
+    with the axis moved back (planning reads no values; a view of `stand` tells which rows
+    it covers). `fetch` gathers the value, or a view of it, if the client's budget says it
+    fits."""
 
-    __slots__ = ("blocks", "client")
+    __slots__ = ("blocks", "client", "stand", "axis")
 
-    def __init__(self, shape, dtype, blocks: list, client):
-        self.value = over_one_element(tuple(shape), dtype)
+    def __init__(self, shape, dtype, blocks: list, client, axis: int = 0):
+        shape = tuple(shape)
+        self.stand = over_one_element((shape[axis],) + shape[:axis] + shape[axis + 1:], dtype)
+        self.value = np.moveaxis(self.stand, 0, axis) if axis else self.stand
+        self.axis = axis
         self.owner = None
         self.blocks = blocks  # [(first row, end row, future or Recipe)], in order
         self.client = client
-        _REMOTE[id(self.value)] = self
+        _REMOTE[id(self.stand)] = self
 
     @property
     def host(self) -> None:
@@ -136,22 +119,119 @@ class Remote(Buffer):
     def host(self, value) -> None:
         pass  # never kept here
 
-    def fetch(self) -> np.ndarray:
-        need = self.value.nbytes
-        b = _budget.active()
-        room = b.limit if b is not None else _budget.free_bytes("cpu") // 2
-        if need > room:
-            raise MemoryBudgetError(
-                f"tracer.cluster: bringing this {self.value.dtype}{list(self.value.shape)} "
-                f"array ({fmt_bytes(need)}) from the cluster to this process needs more than "
-                f"{'the budget of' if b is not None else 'half the memory free,'} "
-                f"{fmt_bytes(room)}: reduce it on the cluster first")
+    def fetch(self, steps: tuple = ()) -> np.ndarray:
+        """The value, or its view by a lazy view's `steps` (tracer/view.py): each block sends
+        only the view's elements it holds (x[:10] reads the first block, x[:, 0] a column of
+        each). After a reshape that NumPy copies for (x.T.reshape(-1)), the steps go on over
+        a C-ordered stand-in of the values before it; from a bitcast on, they are NumPy's,
+        here, on the values the steps before it give."""
+        v, under, layers, done = self.value, self.stand, [], 0
+        for kind, arg in steps:
+            if kind == "bitcast":
+                break
+            w = _stand_in_view(v, kind, arg)
+            if w is None:  # a copy's values: C-ordered over a stand-in of their own
+                layers.append((v, under))
+                under = over_one_element(v.shape, v.dtype)
+                w = under.reshape(arg)
+            v, done = w, done + 1
+        got = self.gather(v, layers, under)
+        return apply_view_numpy(got, steps[done:]) if done < len(steps) else got
+
+    def gather(self, v: np.ndarray, layers: list = (), under=None) -> np.ndarray:
+        """The values of `v`, `value` or a view of it (or of the last of `layers`' stand-ins,
+        `under`: see fetch), brought here (MemoryBudgetError first where they would pass the
+        client's budget)."""
+        over = _over(v)
+        if over:
+            raise MemoryBudgetError(over)
+        if v is not self.value:
+            return self._elements(v, layers, self.stand if under is None else under)
         parts = self.client.gather([self.client.submit(f, pure=False) if type(f) is Recipe
                                     else f for _, _, f in self.blocks])
-        return np.concatenate(parts) if parts else np.empty(self.value.shape, self.value.dtype)
+        whole = np.concatenate(parts) if parts else np.empty(self.stand.shape, v.dtype)
+        return whole if v is self.stand else np.moveaxis(whole, 0, self.axis)
+
+    def _elements(self, v: np.ndarray, layers: list, under: np.ndarray) -> np.ndarray:
+        """The values of v, a view of `under`: a task per block of rows it reads takes its
+        elements there. `layers`: [(a view, the stand-in it views)] whose values, C-ordered,
+        the next stand-in (the last: `under`) stands for. The elements' offsets are worked
+        out for SLAB of them at a time (they take twice the values' bytes)."""
+        out = np.empty(v.shape, v.dtype)
+        if not v.size:
+            return out
+        w = v.reshape(1) if not v.ndim else v
+        inner = v.size // w.shape[0]
+        step = max(1, SLAB // max(inner, 1))
+        for i in range(0, w.shape[0], step):
+            self._slab(w[i:i + step], layers, under, out.reshape(-1)[i * inner:(i + step) * inner])
+        return out
+
+    def _slab(self, v: np.ndarray, layers: list, under: np.ndarray, out: np.ndarray) -> None:
+        offs = _offsets(v, under)
+        for view, base in reversed(layers):  # the offsets in the stand-in each layer views
+            at = np.unravel_index(offs // v.itemsize, view.shape)
+            offs = sum((i * st for i, st in zip(at, view.strides)),
+                       np.full(offs.shape, view.ctypes.data - base.ctypes.data, np.int64))
+        row = self.stand.strides[0]
+        rows = offs // row
+        order = None if (rows[1:] >= rows[:-1]).all() else np.argsort(rows, kind="stable")
+        if order is not None:
+            rows = rows[order]
+        futures, at = [], []
+        for a, z, f in self.blocks:
+            s, e = np.searchsorted(rows, (a, z))
+            if s == e:
+                continue
+            pos = slice(s, e) if order is None else order[s:e]
+            idx = (offs[pos] - a * row) // v.itemsize
+            if idx[-1] - idx[0] == e - s - 1 and (e - s < 2 or (np.diff(idx) == 1).all()):
+                idx = slice(int(idx[0]), int(idx[-1]) + 1)  # (a run: no indices to send)
+            futures.append(self.client.submit(_take, f, idx, pure=False))
+            at.append(pos)
+        for pos, part in zip(at, self.client.gather(futures)):
+            out[pos] = part
 
     def __reduce__(self):
         raise TypeError("a value held on a Dask cluster is not pickled: evaluate or gather it")
+
+
+def _offsets(v: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The byte offset in `base` of each element of its view v, in v's C order."""
+    offs = np.asarray(v.ctypes.data - base.ctypes.data, np.int64)
+    for n, st in zip(v.shape, v.strides):
+        offs = offs[..., None] + np.arange(n, dtype=np.int64) * st
+    return offs.reshape(-1)
+
+
+def _over(v: np.ndarray) -> str | None:
+    """Why bringing v here would pass the client's budget, or None where it fits."""
+    b = _budget.active()
+    room = b.limit if b is not None else _budget.free_bytes("cpu") // 2
+    if v.nbytes <= room:
+        return None
+    return (f"tracer.cluster: bringing this {v.dtype}{list(v.shape)} array "
+            f"({fmt_bytes(v.nbytes)}) from the cluster to this process needs more than "
+            f"{'the budget of' if b is not None else 'half the memory free,'} "
+            f"{fmt_bytes(room)}: reduce it on the cluster first")
+
+
+def _stand_in_view(a: np.ndarray, kind: str, arg) -> np.ndarray | None:
+    """A lazy view's step (not a bitcast) applied to a stand-in, or None for a reshape that
+    NumPy copies for (a copy would read the stand-in's one element of memory past its end)."""
+    if kind != "reshape":
+        return apply_step_numpy(a, kind, arg)
+    try:
+        return a.reshape(arg, copy=False)
+    except ValueError:
+        return None
+
+
+def _take(block, idx) -> np.ndarray:
+    """Elements of a block of rows (in C order), on the worker that holds it."""
+    if type(block) is Recipe:
+        block = block()
+    return np.ravel(block)[idx]
 
 
 def remote_leaves(roots: list[Node]) -> list[Node]:
@@ -166,32 +246,42 @@ def _remote(buf: Buffer) -> bool:
         _remote_rows(buf.value) is not None
 
 
-def slices_as_leaves(roots: list[Node]) -> list[Node]:
-    """The graph with each slice of a value of the cluster's (`x[a:b]`, but not a root) read
-    as a leaf of its own, a view of the value's stand-in (its rows come from the blocks that
-    cover them): such a leaf can be a split's source, where a slice's rows do not follow its
-    input's row by row."""
+def views_as_leaves(roots: list[Node]) -> list[Node]:
+    """The graph with each view (slice, transpose, reshape, broadcast_to) of a value of the
+    cluster's, or of such a view, (`x[a:b]`, `x.T[::2]`) read as a leaf of its own, a view of
+    the value's stand-in (its rows come from the blocks that cover them): such a leaf can be a
+    split's source, where a slice's rows do not follow its input's row by row. A root that is
+    such a view (`x[5, 3]` recorded) is a leaf of its values, brought here where they fit."""
     keep = {id(r) for r in roots}
 
     def leaf(n: Node, ins: tuple) -> Node:
-        if n.op == "slice" and id(n) not in keep and ins[0].op == "input" and \
-                _remote(ins[0].attr("buf")):
-            v = ins[0].attr("buf").value[tuple(py_slice(*s) for s in n.attr("slices"))]
-            return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
+        if n.op in _VIEWS and ins[0].op == "input" and _remote(ins[0].attr("buf")):
+            step, attr = _VIEWS[n.op]
+            v = _stand_in_view(ins[0].attr("buf").value, step, n.attr(attr))
+            if v is not None and id(n) not in keep:
+                return make("input", (), n.shape, n.dtype, (("buf", Buffer(v)),))
+            if v is not None and _over(v) is None:
+                values = _remote_rows(v)[0].gather(v)
+                return make("input", (), n.shape, n.dtype, (("buf", Buffer(values)),))
         return with_inputs(n, ins)
 
     return rebuild(roots, leaf)
+
+
+# the view ops of one input: their lazy view steps and attributes
+_VIEWS = {"slice": ("slice", "slices"), "transpose": ("transpose", "perm"),
+          "reshape": ("reshape", "shape"), "broadcast_to": ("broadcast", "shape")}
 
 
 def _remote_rows(value) -> tuple[Remote, int, int, int] | None:
     """(the Remote, first row, end row, byte offset in the first row's block of rows) of a
     view of a Remote's stand-in; None for any other array."""
     r = _REMOTE.get(id(value))  # the stand-in itself, or a view of it
-    if r is None or r.value is not value:
+    if r is None or r.stand is not value:
         r = _REMOTE.get(id(value.base))
-        if r is None or r.value is not value.base:
+        if r is None or r.stand is not value.base:
             return None
-    base = r.value
+    base = r.stand
     off = value.ctypes.data - base.ctypes.data
     lo_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st < 0)
     hi_b = off + sum((n - 1) * st for n, st in zip(value.shape, value.strides) if st > 0)
@@ -209,7 +299,7 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
     if active() is None:
         raise RuntimeError("tracer: this value is held on a Dask cluster: evaluate it inside "
                            "`with tracer.cluster(client):`")
-    sources = {id(n) for n in remote_leaves(roots)}
+    sources = {id(n): _row_axes(n.attr("buf").value) for n in remote_leaves(roots)}
     split = splitter.find(roots, sources)
     if split is not None:
         return split, []
@@ -219,6 +309,25 @@ def split_of(roots: list[Node]) -> tuple[splitter.Split | None, list[Node]]:
             "tracer.cluster: no value held on the cluster has rows that every output follows "
             "(row by row), so this evaluation cannot run as chunks beside them")
     return None, first
+
+
+def _row_axes(view: np.ndarray) -> list[int]:
+    """The axes of a view of a stand-in along which it walks the stand-in's rows (one index
+    along the axis spans at most half of what the view spans: x's first axis, x.T's last),
+    those of the least span first; else its first axis."""
+    def span(skip: int | None) -> int:  # the bytes the view spans with index `skip` fixed
+        return view.itemsize + sum((n - 1) * abs(st) for d, (n, st) in
+                                   enumerate(zip(view.shape, view.strides)) if d != skip)
+    whole = span(None)
+    walk = [a for a in range(view.ndim) if view.shape[a] > 1 and 2 * span(a) <= whole]
+    return sorted(walk, key=span) or list(range(min(view.ndim, 1)))
+
+
+def read_bytes(value) -> int:
+    """What a leaf's value reads: the rows of the blocks it covers for a view of a value of
+    the cluster's (x[:, 0] reads x's rows whole), else its bytes."""
+    at = _remote_rows(value) if _REMOTE and isinstance(value, np.ndarray) else None
+    return value.nbytes if at is None else (at[2] - at[1]) * at[0].stand.strides[0]
 
 
 def _blocks(on: "cluster", rows: int, row_bytes: int, recipe) -> list:

@@ -40,14 +40,14 @@ TASK: list = [None]
 
 # ---------------------------------------------------------------- on a worker
 
-def run_task(execute, graphs: list, budget: Budget, what: str, axes: list, combine: list,
-             chunks: list, *args) -> dict:
+def run_task(execute, graphs: list, budget: Budget, backend: str, what: str, axes: list,
+             combine: list, chunks: list, *args) -> dict:
     """Run a task's chunks on a worker (`execute`: the engine's), each under the worker's
-    budget: `chunks` [(first row, end row, its graph in `graphs`, its leaves)], each leaf
-    (kind, spec, indices into `args`): a value as it is, or a view of the blocks of rows it
-    covers. Returns the row-wise outputs over the task's rows (`axes`: their row axes), the
-    reductions' partials combined in chunk order (`combine`: their ufuncs and dtypes) and what
-    the worker's counters gained."""
+    budget, on `backend` (the workers' backend, tracer.cluster's): `chunks` [(first row, end
+    row, its graph in `graphs`, its leaves)], each leaf (kind, spec, indices into `args`): a
+    value as it is, or a view of the blocks of rows it covers. Returns the row-wise outputs
+    over the task's rows (`axes`: their row axes), the reductions' partials combined in chunk
+    order (`combine`: their ufuncs and dtypes) and what the worker's counters gained."""
     import numba
     from distributed import get_worker  # (Dask is imported where a cluster is used)
     # the kernels' threads are the worker's (threads_per_worker), as Dask sets BLAS's to 1:
@@ -60,6 +60,7 @@ def run_task(execute, graphs: list, budget: Budget, what: str, axes: list, combi
     outs = parts = None
     lo = hi = None
     dask_cluster._ON_WORKER.on = True
+    dask_cluster._ON_WORKER.backend = backend  # (the engine's backend() in this thread)
     try:
         for c, (lo, hi, g, ls) in enumerate(chunks):
             values = [_value(leaf, args, made) for leaf in ls]
@@ -85,6 +86,7 @@ def run_task(execute, graphs: list, budget: Budget, what: str, axes: list, combi
                                 f"{e}") from None
     finally:
         dask_cluster._ON_WORKER.on = False
+        dask_cluster._ON_WORKER.backend = ""
     return {"outs": outs, "parts": parts,
             "stats": [getattr(STATS, f) - v for f, v in zip(_COUNTERS, before)]}
 
@@ -124,8 +126,10 @@ def _combine(combine: list, a: dict, b: dict) -> dict:
     return {"parts": parts, "stats": [x + y for x, y in zip(a["stats"], b["stats"])]}
 
 
-def _pick(result: dict, j: int) -> np.ndarray:
-    return result["outs"][j]
+def _pick(result: dict, j: int, axis: int) -> np.ndarray:
+    """A task's rows of output j, cut on `axis`: that axis first, as a Remote's block."""
+    v = result["outs"][j]
+    return np.ascontiguousarray(np.moveaxis(v, axis, 0) if axis else v)
 
 
 def _same(value):
@@ -239,7 +243,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
             del sent[k]  # a block behind this task: its tasks hold it while they need it
         first = chunk(lo)
         if not spans:
-            held = sum(b.value.nbytes for b in first[2] if id(b) not in shared) + \
+            held = sum(dask_cluster.read_bytes(b.value) for b in first[2]
+                       if id(b) not in shared) + \
                 sum(r.nbytes // max(n, 1) * rows for r, _ in st.deps)
             k_max = max(1, room // max(held, 1))
         k = max(1, min(k_max, -(-(n - lo) // (rows * GUIDE * workers))))
@@ -249,8 +254,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
         specs = _task_leaves(client, chunks, shared, sent, args, made)
         tasks = [(a, hi, sizes.index(hi - a), s) for (a, hi, _), s in zip(chunks, specs)]
         hi = chunks[-1][1]
-        fut = client.submit(TASK[0], [packed[s] for s in sizes], cl.worker_budget, what, axes,
-                            combine, tasks, *args,
+        fut = client.submit(TASK[0], [packed[s] for s in sizes], cl.worker_budget,
+                            cl.worker_backend, what, axes, combine, tasks, *args,
                             key=f"tracer-{names}-{token}-{lo}", pure=False)
         spawned.append(fut)
         if made:  # on every worker (else Dask runs every task that reads them where they
@@ -258,7 +263,7 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
         if keep:  # the rows stay on the cluster: blocks of Remote results
             parts.append(client.submit(_parts, fut, key=f"tracer-parts-{token}-{lo}"))
             for j, blocks in enumerate(keep):
-                blocks.append((lo, hi, client.submit(_pick, fut, j,
+                blocks.append((lo, hi, client.submit(_pick, fut, j, axes[j],
                                                      key=f"tracer-out{j}-{token}-{lo}")))
             spawned.extend([parts[-1]] + [b[-1][2] for b in keep])
             return hi
@@ -292,8 +297,8 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
                 fut.release()  # (a partials' task holds what it needs)
             if at < n:
                 at = submit(at)
-        if st.cuts or not n_deps:
-            while len(parts) > 1:  # a balanced tree, in chunk order
+        if st.cuts or not n_deps or keep:  # (kept rows: their counters, and a chunk's
+            while len(parts) > 1:  # error, come back here) a balanced tree, in chunk order
                 parts = [client.submit(_combine, combine, parts[i], parts[i + 1],
                                        key=f"tracer-combine-{token}-{len(parts)}-{i}")
                          if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
@@ -310,5 +315,6 @@ def run_chunks(st, rows: int, room: int, src_rows, realized, outs, partial, shar
             setattr(STATS, f, getattr(STATS, f) + v)
     if keep is None:
         return None
-    return [Remote(r.shape, r.dtype, blocks, client) for (r, _), blocks in zip(st.deps, keep)]
+    return [Remote(r.shape, r.dtype, blocks, client, ax)
+            for (r, ax), blocks in zip(st.deps, keep)]
 

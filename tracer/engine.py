@@ -27,7 +27,10 @@ from . import budget, budgeted, dask_cluster, dask_tasks, debug, plans
 
 
 def backend() -> str:
-    return backends.default_backend(CONFIG.backend)
+    """The backend evaluations run on: a cluster's chunk task's, in its thread on a worker
+    (tracer/dask_tasks.py), else the config's (TRACER_BACKEND; cuda where a GPU is found)."""
+    return backends.default_backend(getattr(dask_cluster._ON_WORKER, "backend", "") or
+                                    CONFIG.backend)
 
 
 def small_roots(roots: list[Node]) -> list[bool]:
@@ -312,13 +315,15 @@ def execute(roots: list[Node], small: bool = False, may_write=None, take=None) -
 def _on_cluster(roots: list[Node]) -> list:
     """A graph that reads values held on a Dask cluster: split along the rows of one of them,
     each chunk a task beside its rows (tracer/dask_cluster.py)."""
-    roots = dask_cluster.slices_as_leaves(roots)
+    roots = dask_cluster.views_as_leaves(roots)
+    if not dask_cluster.remote_leaves(roots):  # (views of them brought here)
+        return execute(roots)
     split, first = dask_cluster.split_of(roots)
     if split is None:  # reductions whose results meet the rows again (x - x.mean()): first
         done = {id(n): make("input", (), n.shape, n.dtype, (("buf", b),))
                 for n, b in zip(first, execute(first))}
         return execute(rebuild(roots, lambda n, ins: done.get(id(n)) or with_inputs(n, ins)))
-    be = backend()
+    be = dask_cluster.active().worker_backend  # (chunks planned as the workers will)
     plan_of = lambda g, b: plan(g, b)[0]  # noqa: E731
     return budgeted.run_split(roots, plan_of(roots, be), split, budget.active(), be, execute,
                               plan_of)

@@ -491,8 +491,11 @@ def to_numpy(a) -> np.ndarray:
         if var.node.op != "input":
             evaluate_vars([var])
         buf = var.node.attrs[0][1]
-    host = to_host(buf)
     steps = a._view.steps
-    out = apply_view_numpy(host, steps).view() if steps else host.view()
+    if steps and buf.host is None and hasattr(buf, "fetch"):  # held on a cluster: the view's
+        out = buf.fetch(steps)  # elements only (tracer/dask_cluster.py)
+    else:
+        host = to_host(buf)
+        out = apply_view_numpy(host, steps).view() if steps else host.view()
     out.flags.writeable = False
     return out

@@ -222,6 +222,16 @@ def test_reductions_over_the_split_rows_combine_in_order(rng):
             assert numpy.abs(got - want).max() <= 1e-5 * numpy.abs(want).max()
 
 
+def test_a_slice_whole_along_the_split_axis_is_cut_to_the_chunk(rng):
+    """A chunk's slice of a value whole along the split axis (exp(x).T[::-1]: the rows are
+    its columns) takes the chunk's rows, as the verifier checks."""
+    h = rng.standard_normal((4000, 8))
+    with context(verify=True), tracer.memory_budget(64 * 1024):
+        got = numpy.asarray((np.exp(np.asarray(h)).T[::-1] + 1).sum(0))
+    assert tracer.stats().split_chunks > 1
+    numpy.testing.assert_allclose(got, (numpy.exp(h).T[::-1] + 1).sum(0), rtol=1e-12)
+
+
 def test_the_split_is_the_optimizers_and_plans_under_a_budget_stay_apart(rng):
     """The pipeline's tensor_splitter stage seeks the split only under a budget; a plan made
     without one (no split) is not reused under one; switched off, nothing splits."""

@@ -156,6 +156,26 @@ def test_store_into_numpy_to_backend_numpy_and_sizeof():
     assert sizeof(t) == sizeof(t * 2) == H.nbytes
 
 
+def test_sizeof_evaluates_only_in_a_distributed_task():
+    """Dask sizes values anywhere (the client, a worker's event loop weighing what it spills):
+    a pending chunk's size comes from its shape and dtype, nothing evaluated; in a distributed
+    worker's task thread (distributed's thread_state holds the task's key), where the worker
+    measures the task's result, the chunk is realized first."""
+    pytest.importorskip("distributed")
+    from dask.sizeof import sizeof
+    from distributed.utils import set_thread_state
+    t = np.asarray(numpy.random.default_rng(2).random((200, 100)))  # past TRACER_EAGER_SIZE
+    y = np.sin(t) * 2
+    before = tracer.stats().evaluations
+    assert sizeof(y) == 200 * 100 * 8 and _pending(y, [])
+    assert sizeof([y, y]) >= 2 * 200 * 100 * 8 and _pending(y, [])
+    assert tracer.stats().evaluations == before
+    with set_thread_state(key="a-task"):
+        assert sizeof(y) == 200 * 100 * 8
+    assert not _pending(y, []) and tracer.stats().evaluations == before + 1
+    numpy.testing.assert_allclose(numpy.asarray(y), numpy.sin(numpy.asarray(t)) * 2)
+
+
 def test_registered_when_dask_is_imported_after_tracer():
     """tracer.numpy's import leaves Dask unimported; dask.array's import registers the type."""
     code = """if True:

@@ -292,3 +292,181 @@ def test_slices_of_a_value_of_the_cluster_split_by_their_rows(client):
                                          (h[::3, 2:] * 2).sum(1))
         numpy.testing.assert_array_equal(numpy.asarray((x[::-1][5:] + 1).min(0)),
                                          (h[::-1][5:] + 1).min(0))
+
+
+def test_a_view_of_a_value_of_the_cluster_brings_only_its_elements(client, monkeypatch):
+    """numpy.asarray of a view (x[:10], x[5], x[:, 0], x.T[2, ::7], x.T.reshape(-1)[3:40])
+    of a value held on the cluster, drawn or kept there by an evaluation: each block it reads
+    sends only the view's elements; the blocks it does not read run nothing."""
+    import distributed
+    from distributed.utils import key_split
+    from tracer import dask_cluster
+    got = []
+    gather = client.gather
+
+    def counted(futures, *args, **kwargs):
+        parts = gather(futures, *args, **kwargs)
+        got.append([p.nbytes for p in parts])
+        return parts
+
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x = np.random.default_rng(7).standard_normal((40000, 8))  # 2.4 MiB: on the workers
+        h = _blocks_of(7, (40000, 8), x._var.node.attr("buf").blocks[0][1])
+        row_of = numpy.broadcast_to(numpy.arange(40000)[:, None], (40000, 8))
+        y = tracer.evaluate(x * 2 + 1)  # kept on the workers
+        monkeypatch.setattr(client, "gather", counted)
+        for a, ha in ((x, h), (y, h * 2 + 1)):
+            ends = [hi for _, hi, _ in a._var.node.attr("buf").blocks]
+            assert len(ends) > 4
+            for view in (lambda t: t[:10], lambda t: t[5], lambda t: t[-5:, 2],
+                         lambda t: t[:, 0], lambda t: t.T[2, ::7], lambda t: t[39990:20:-997],
+                         lambda t: t.T.reshape(-1)[3:40],  # (NumPy's reshape copies)
+                         lambda t: t[7:9].view(numpy.int64)):
+                got.clear()
+                want = view(ha)
+                numpy.testing.assert_array_equal(numpy.asarray(view(a)), want)
+                # the elements asked for, no more, from the blocks that hold them
+                assert sum(got[0]) == want.nbytes
+                read = {numpy.searchsorted(ends, r, side="right") for r in
+                        numpy.unique(view(row_of))}
+                assert len(got[0]) == len(read)
+            got.clear()
+            assert float(numpy.asarray(a[:10]).sum()) == pytest.approx(ha[:10].sum())
+            assert len(got[0]) == 1
+            got.clear()
+            assert float(a[5, 3]) == ha[5, 3] and sum(got[0]) == 8  # (recorded, not a view)
+        got.clear()
+        with pytest.raises(tracer.MemoryBudgetError, match="from the cluster"):
+            numpy.asarray(x[:30000])  # 1.8 MiB: over the client's budget
+        assert not got
+        # the elements' places worked out a slab at a time (here rows in falling order)
+        monkeypatch.setattr(dask_cluster, "SLAB", 1000)
+        numpy.testing.assert_array_equal(numpy.asarray(x.T[::-1, ::-3]), h.T[::-1, ::-3])
+        assert len(got) == 8 and sum(map(sum, got)) == h.T[::-1, ::-3].nbytes
+        # a reduction of a slice: the blocks it covers are made (two), its chunks run
+        with distributed.get_task_stream(client) as ts:
+            assert float(x[5000:9000].max()) == h[5000:9000].max()
+        made = [key_split(t["key"]) for t in ts.data]
+        assert made.count("Recipe") == 2 and "tracer" in made
+
+
+def test_results_split_on_another_axis_stay_on_the_cluster(client):
+    """A result whose rows follow the split source's along another axis (e.g. (x * 2 + 1).T
+    as computed, not viewed) is kept on the cluster in blocks along that axis; slices,
+    reductions and a gather of it give NumPy's answers."""
+    from tracer.dask_cluster import Remote
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=1 << 20,
+                        block_bytes=1 << 18) as cl:
+        cl.worker_budget = cl.worker_budget._replace(limit=2 << 20, split_size=1 << 18)
+        x = np.random.default_rng(7).standard_normal((40000, 8))
+        h = _blocks_of(7, (40000, 8), x._var.node.attr("buf").blocks[0][1])
+        for f in (lambda t: np.exp(t).T[::-1] + 1,
+                  lambda t: np.sin(np.moveaxis(t.reshape(40000, 2, 4), 0, 1)) * 3):
+            y, want = tracer.evaluate(f(x)), f(h)
+            buf = y._var.node.attr("buf")
+            assert type(buf) is Remote and not y._view.steps and len(buf.blocks) > 1
+            assert buf.value.shape == want.shape and buf.stand.shape[0] == 40000
+            numpy.testing.assert_allclose(numpy.asarray(y[..., 7:30]), want[..., 7:30],
+                                          rtol=1e-14)
+            numpy.testing.assert_allclose(numpy.asarray(y.sum(-1)), want.sum(-1), rtol=1e-12)
+            numpy.testing.assert_allclose(numpy.asarray((y[::-1] * 2).max(0).max(-1)),
+                                          (want[::-1] * 2).max(0).max(-1), rtol=1e-14)
+            with tracer.memory_budget("8 MiB"):
+                numpy.testing.assert_allclose(numpy.asarray(y), want, rtol=1e-14)
+
+
+class _Worker:
+    """What dask_workers.room reads of a Dask worker: its memory limit, and dask-cuda's device limit (its
+    DeviceHostFile's device buffer's `n`) where `device` is given."""
+
+    def __init__(self, memory_limit, device=None):
+        self.memory_manager = type("M", (), {"memory_limit": memory_limit})()
+        if device is not None:
+            self.data = type("D", (), {"device_buffer": type("B", (), {"n": device})()})()
+
+
+def test_a_cuda_workers_chunks_are_sized_from_its_device(monkeypatch):
+    """A cuda worker's room: DEVICE_FRACTION of its device's memory (of dask-cuda's
+    device_memory_limit where less), less what is in use there, and no more than its host
+    room; a cpu worker's: its host room only; a device of unknown size (the simulator's):
+    the host room. The backend: the one asked for, else the worker's own config's."""
+    from tracer import dask_workers as dw
+    from tracer.ir.config import context
+    gib = 1 << 30
+    monkeypatch.setattr(dw, "device_memory", lambda: (15 * gib, 16 * gib, 0))
+    be, host = dw.room(0.45, "cpu", _Worker(64 * gib))
+    assert be == "cpu" and 64 * gib * 0.45 - 2 * gib < host < 64 * gib * 0.45
+    assert dw.room(0.45, "cuda", _Worker(64 * gib)) == \
+        ("cuda", int(16 * gib * dw.DEVICE_FRACTION) - gib)  # the device's whole memory
+    assert dw.room(0.45, "cuda", _Worker(64 * gib, device=8 * gib)) == \
+        ("cuda", int(8 * gib * dw.DEVICE_FRACTION) - gib)  # dask-cuda's limit
+    # 13 GiB in use besides tracer's idle GiB: the floor, 5% of the limit
+    monkeypatch.setattr(dw, "device_memory", lambda: (2 * gib, 16 * gib, gib))
+    assert dw.room(0.45, "cuda", _Worker(64 * gib, device=8 * gib))[1] == int(8 * gib * 0.05)
+
+    def near(a, b):  # (the host room reads this process's memory, which moves a little)
+        return abs(a - b) < 32 << 20
+    monkeypatch.setattr(dw, "device_memory", lambda: (15 * gib, 16 * gib, 0))
+    assert near(dw.room(0.45, "cuda", _Worker(2 * gib))[1], dw.room(0.45, "cpu",
+                                                                      _Worker(2 * gib))[1])
+    monkeypatch.setattr(dw, "device_memory", lambda: (float("inf"), float("inf"), 0))
+    assert near(dw.room(0.45, "cuda", _Worker(64 * gib))[1], host)
+    with context(backend="cuda"):
+        assert dw.room(0.45, None, _Worker(64 * gib))[0] == "cuda"
+        assert dw.room(0.45, "cpu", _Worker(64 * gib))[0] == "cpu"
+
+    class Client:  # a cluster whose workers disagree
+        def run(self, fn, *args):
+            return {"a": ("cpu", 1 << 20), "b": ("cuda", 2 << 20)}
+    with pytest.raises(ValueError, match=r"different backends \(cpu, cuda\): pass backend="):
+        dw.budget(Client(), None)
+
+
+def _simulate_cuda(on: bool) -> None:
+    from tracer.ir.config import CONFIG
+    CONFIG.cuda_sim = on
+
+
+def test_the_workers_run_the_backend_asked_for(client):
+    """backend="cuda": each chunk task runs on its worker's cuda backend (here under Numba's
+    simulator: a worker's uploads are added to this process's counters), with NumPy's answers;
+    backend="cpu": none."""
+    h = H[:3000, :4]
+    x = np.asarray(h)
+    client.run(_simulate_cuda, True)
+    try:
+        for be in ("cuda", "cpu"):
+            with tracer.cluster(client, budget="16 KiB", backend=be) as cl:
+                assert cl.worker_backend == be
+                cl.worker_budget = cl.worker_budget._replace(limit=32 << 10, split_size=8 << 10)
+                before = tracer.stats()
+                h2d, chunks = before.h2d_bytes, before.split_chunks
+                y = tracer.evaluate(np.sin(x) * 2)  # 96 KB: kept on the workers
+                assert tracer.stats().split_chunks - chunks > 1
+                assert (tracer.stats().h2d_bytes - h2d >= h.nbytes) == (be == "cuda")
+                with tracer.memory_budget("1 MiB"):
+                    numpy.testing.assert_allclose(numpy.asarray(y), numpy.sin(h) * 2,
+                                                  rtol=1e-14)
+    finally:
+        client.run(_simulate_cuda, False)
+
+
+def test_a_view_of_a_value_of_the_cluster_reads_and_splits_along_its_rows():
+    """A view of a value held on the cluster reads the rows of the blocks it covers (what a
+    worker holds for it), and splits along the axes that walk those rows (x's first, x.T's
+    last), those whose one index spans the least first."""
+    from tracer.dask_cluster import Remote, _row_axes, read_bytes
+    r = Remote((40000, 8), numpy.float64, [], None)
+    x = r.value
+    assert read_bytes(x) == x.nbytes and read_bytes(x[10:20]) == 10 * 64
+    assert read_bytes(x[:, 0]) == x.nbytes and read_bytes(x[::4, 1:3]) == (39997 - 0) * 64
+    assert read_bytes(numpy.ones(3)) == 24
+    t = Remote((8, 40000), numpy.float64, [], None, axis=1).value  # blocks of its columns
+    assert t.shape == (8, 40000) and read_bytes(t[:, 5:9]) == 4 * 64
+    for view, axes in ((x, [0]), (x.T, [1]), (x[:, 0], [0]), (x.reshape(-1), [0]),
+                       (x.reshape(20000, 16), [0]), (x[None], [1]), (t, [1]), (t[::-1, ::2], [1]),
+                       (numpy.moveaxis(x.reshape(40000, 2, 4), 0, 2), [2]),
+                       (numpy.broadcast_to(x[:1], (5, 8)), [1]), (x[5], [0])):
+        assert _row_axes(view) == axes, view.shape

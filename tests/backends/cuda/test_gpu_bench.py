@@ -35,6 +35,7 @@ def test_sim_run_checks_every_case_against_numpy(tmp_path):
     w1 = by_name[gpu.CASES[0].name]
     assert w1["per_eval"]["kernels_launched"] == 1 and w1["launches_timed_by_events"] == 1
     assert report["summary"]["wrong_or_failed"] == []
+    assert report["cluster"] == {"skipped": "the simulator runs in one process", "ok": True}
     assert report["copy"]["d2d_gbs"] > 0 and "error" not in report["launch"]
     ptx = report["toolchain"]["ptx"]
     if "error" in ptx:  # no NVRTC/NVVM here: the probe says which library is missing
