@@ -1,6 +1,7 @@
 """Counters and times since start or the last reset."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, fields
 
 
@@ -49,7 +50,8 @@ STATS = Stats()
 
 
 def stats() -> Stats:
-    return STATS
+    """A snapshot of the counters: two calls around some work can be subtracted."""
+    return copy.copy(STATS)
 
 
 def reset_stats() -> None:

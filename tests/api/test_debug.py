@@ -238,3 +238,11 @@ def test_debug_output_goes_through_the_tracer_logger():
     finally:
         logger.removeHandler(handler)
     assert any(r.getMessage().startswith("evaluated 1 outputs") for r in records)
+
+
+def test_stats_is_a_snapshot_two_calls_subtract():
+    before = tracer.stats()
+    float((tnp.asarray(numpy.ones(20000)) * 2).sum())  # (past the eager size)
+    after = tracer.stats()
+    assert after is not before
+    assert after.evaluations - before.evaluations == 1
