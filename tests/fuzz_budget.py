@@ -7,7 +7,9 @@ gives NumPy's shape, dtype and values (exact for integers, min/max and arg-reduc
 sums and means to a relative 1e-5 of float32, 1e-12 of float64, scaled by the largest
 |value|), and the run's measured peak (stats().measured_peak_bytes) stays within the budget.
 
-    python -m tests.fuzz_budget --programs 300 [--seed 0] [--show]
+    python -m tests.fuzz_budget --programs 300 [--seed 0] [--show] [--cuda]
+
+`--cuda`: the cuda backend under Numba's simulator (the budget then is the device's).
 """
 from __future__ import annotations
 
@@ -159,11 +161,17 @@ def main(argv=None) -> int:
     ap.add_argument("--programs", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--cuda", action="store_true", help="the cuda backend, simulated")
     args = ap.parse_args(argv)
+    if args.cuda:
+        import os
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # (before numba is imported)
+        sys.setswitchinterval(1e-4)  # the simulator's threads poll holding the GIL
     from tracer.ir.config import context
     counts: dict[str, int] = {}
     failing = []
-    with context(small_graph=0, eager_size=0, compile_mode="sync"):
+    backend = dict(backend="cuda", cuda_sim=True) if args.cuda else {}
+    with context(small_graph=0, eager_size=0, compile_mode="sync", **backend):
         for s in range(args.seed, args.seed + args.programs):
             case = draw(s)
             kind, detail = check(case)

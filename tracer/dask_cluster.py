@@ -29,7 +29,7 @@ from tracer.opt import splitter
 from tracer.opt.rewrite import rebuild, with_inputs
 from . import budget as _budget, dask_workers
 from .budget import MemoryBudgetError, fmt_bytes, memory_budget
-from .store import apply_step_numpy, apply_view_numpy
+from .view import apply_step_numpy, apply_view_numpy
 
 _ACTIVE: list["cluster"] = []
 _ON_WORKER = threading.local()  # set while a chunk runs in a worker (an in-process cluster)

@@ -41,8 +41,8 @@ def room(fraction: float, backend: str | None, dask_worker=None) -> tuple[str, i
     less room than planned); on cuda, no more than its device's room (device_room)."""
     import numba
     import psutil
-    from tracer.cuda_kernels.backends import default_backend
-    from tracer.ir.config import CONFIG
+    from tracer.cuda_kernels.backends import default_backend  # (on the worker, when it starts)
+    from tracer.ir.config import CONFIG  # (on the worker, when it starts)
 
     be = default_backend(backend or CONFIG.backend)
     numba.njit(lambda x: x + 1)(1)  # LLVM's own memory, held from the first compile on
@@ -67,7 +67,7 @@ def device_room(dask_worker) -> int:
 
 def device_memory() -> tuple[float, float, int]:
     """(free, total, tracer's idle pool) bytes of this process's device."""
-    from tracer.cuda_kernels import backends
+    from tracer.cuda_kernels import backends  # (on the worker, when it starts)
     be = backends.get("cuda")
     info = be._api().current_context().get_memory_info()
     return info.free, info.total, be.pool.idle

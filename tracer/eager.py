@@ -22,7 +22,8 @@ from tracer.ir.config import CONFIG
 from . import budget
 from .array import _C_VIEWS, c_view, ndarray
 from .view import View, c_strides, f_strides
-from .store import NODE_SLOT, HostVar, apply_view_numpy, evaluate_vars
+from .store import NODE_SLOT, HostVar, evaluate_vars
+from .view import apply_view_numpy
 
 NO = object()
 

@@ -14,7 +14,8 @@ from .recording import proxy, traced
 from .view import canonical_range, index_view, nocopy_reshape
 from .fallback import count_fallback, fallback_call
 from .gather import gather, scatter
-from .store import apply_view_numpy, to_numpy
+from .store import to_numpy
+from .view import apply_view_numpy
 from .write import assign_full, value_node
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .array import lazy, ndarray
 from .eager import host
-from .store import apply_view_numpy
+from .view import apply_view_numpy
 
 
 def size(a, axis=None):

@@ -18,8 +18,8 @@ from tracer.cuda_kernels.backends import to_host
 from tracer.cuda_kernels.cuda.memory import LIVE as _BORROWED, Borrowed, overlaps_borrowed
 from tracer.ir.node import Buffer, Node, host_leaf, make_leaf, toposort
 from tracer.ir.config import CONFIG
-from tracer.ir.catalogue import py_slice
 from . import budget, debug
+from .view import apply_view_numpy
 
 engine = None  # tracer.engine once _engine() has imported it
 
@@ -248,30 +248,6 @@ def flush() -> None:
             _PENDING.pop(id(v), None)
         if live:
             evaluate_vars(live, strict=False)  # a failed value keeps its error until read
-
-
-def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
-    if kind == "slice":
-        return a[tuple(py_slice(*s) for s in arg)]
-    if kind == "transpose":
-        return a.transpose(arg)
-    if kind == "reshape":
-        return a.reshape(arg)
-    if kind == "broadcast":
-        return np.broadcast_to(a, arg)
-    if kind == "bitcast":
-        try:
-            return a.view(arg)
-        except ValueError:  # a base laid out otherwise than the view assumed: the same values
-            return np.ascontiguousarray(a).view(arg)
-    raise AssertionError(kind)
-
-
-def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
-    """NumPy's view of `a` (the base's value) that a lazy view's steps describe."""
-    for kind, arg in steps:
-        a = apply_step_numpy(a, kind, arg)
-    return a
 
 
 def evaluate_vars(vars_: list[Var], strict: bool = True) -> None:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from tracer.ir.catalogue import py_slice
 from tracer.ir.node import Node
 from . import graph as G
 
@@ -290,3 +291,27 @@ class Flags:
         return "\n".join(f"  {k} : {self[k]}" for k in ("C_CONTIGUOUS", "F_CONTIGUOUS",
                                                         "OWNDATA", "WRITEABLE", "ALIGNED",
                                                         "WRITEBACKIFCOPY")) + "\n"
+
+
+def apply_step_numpy(a: np.ndarray, kind: str, arg) -> np.ndarray:
+    if kind == "slice":
+        return a[tuple(py_slice(*s) for s in arg)]
+    if kind == "transpose":
+        return a.transpose(arg)
+    if kind == "reshape":
+        return a.reshape(arg)
+    if kind == "broadcast":
+        return np.broadcast_to(a, arg)
+    if kind == "bitcast":
+        try:
+            return a.view(arg)
+        except ValueError:  # a base laid out otherwise than the view assumed: the same values
+            return np.ascontiguousarray(a).view(arg)
+    raise AssertionError(kind)
+
+
+def apply_view_numpy(a: np.ndarray, steps: tuple) -> np.ndarray:
+    """NumPy's view of `a` (the base's value) that a lazy view's steps describe."""
+    for kind, arg in steps:
+        a = apply_step_numpy(a, kind, arg)
+    return a

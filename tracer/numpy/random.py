@@ -24,7 +24,8 @@ from ..store import Var as _Var
 from ..graph import leaf_of as _leaf_of
 from ..fallback import _to_host, _wrap, fallback_getattr as _fallback_getattr
 from ..indexing import setitem as _setitem
-from ..store import apply_view_numpy as _apply_view_numpy, to_numpy as _to_numpy
+from ..store import to_numpy as _to_numpy
+from ..view import apply_view_numpy as _apply_view_numpy
 
 
 def _public_methods(numpy_cls, skip=()) -> list[str]:
