@@ -25,7 +25,7 @@ def is_flat(body: Node) -> bool:
     layouts allow."""
     shape = fusion_outputs(body)[0].shape
     nodes = toposort([body])
-    return all(n.op not in ("broadcast_to", "transpose", "reshape", "chunk") and
+    return all(n.op not in ("broadcast_to", "transpose", "reshape", "chunk", "gather") and
                not is_kind(n, Kind.REDUCE) and  # (inline reductions too: not flat)
                (n.op not in ("param", "tuple") or n.shape == shape)
                for n in nodes if n is not body or n.op != "tuple") and \
