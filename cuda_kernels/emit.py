@@ -200,7 +200,8 @@ class Emitter:
                 c = make("const", (), (), np.dtype(np.int64),
                          (("value", int(g.inputs[0].shape[a])), ("gather_len", True)))
                 self.glen[(id(g), a)] = c
-                self.consts.append(c)
+                if not any(c is k for k in self.consts):
+                    self.consts.append(c)
         base = len(self.params)
         self.records = [make("param", (), (3,), np.dtype(np.int64),
                              (("index", base + k), ("error_record", True)))
