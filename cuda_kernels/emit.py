@@ -195,13 +195,12 @@ class Emitter:
         # a param after the body's own that the backend hands in (gathers_of's order)
         self.gathers = gathers_of(body)
         self.glen: dict[tuple[int, int], Node] = {}
-        for g in self.gathers:
-            for a in g.attr("axes"):
+        for k, g in enumerate(self.gathers):
+            for a in g.attr("axes"):  # (one each, equal lengths too: the signature is the key's)
                 c = make("const", (), (), np.dtype(np.int64),
-                         (("value", int(g.inputs[0].shape[a])), ("gather_len", True)))
+                         (("value", int(g.inputs[0].shape[a])), ("gather_len", (k, a))))
                 self.glen[(id(g), a)] = c
-                if not any(c is k for k in self.consts):
-                    self.consts.append(c)
+                self.consts.append(c)
         base = len(self.params)
         self.records = [make("param", (), (3,), np.dtype(np.int64),
                              (("index", base + k), ("error_record", True)))

@@ -1,8 +1,8 @@
 """Instruction fusion: elementwise chains (with broadcasts, transposes, unit-axis reshapes and
-gathers of materialized values as index remaps) become one loop kernel; elementwise producers fuse into the input of a reduction and
-elementwise consumers into its store. Reductions over the trailing axes whose results come back to
-the rows through keepdims broadcasts (softmax, normalization) fuse with their producers and
-consumers into one row kernel. A short reduction (at most INLINE_MAX values per output, no
+gathers of materialized values as index remaps) become one loop kernel; elementwise producers
+fuse into the input of a reduction and elementwise consumers into its store. Reductions over
+the trailing axes whose results come back to the rows through keepdims broadcasts (softmax,
+normalization) fuse with their producers and consumers into one row kernel. A short reduction (at most INLINE_MAX values per output, no
 arg-reduction) read by its group's other members at its own index, never through a remap,
 computes inline: its kernel unrolls it at each index that reads it (the naive min-distance's
 sum over D = 3 inside the min over M: one kernel, no N x M buffer).

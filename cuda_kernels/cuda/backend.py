@@ -1,7 +1,7 @@
 """The cuda backend (numba.cuda): loading, memory, waits and library ops; launching fused
 kernels is cuda/launch.py's (a mixin). The kernel source comes from cuda/codegen.py and
-cuda/reduce.py, for the same fusion bodies as the CPU backend; gather and scatter run in
-cuda/index.py.
+cuda/reduce.py, for the same fusion bodies as the CPU backend; gathers no kernel reads (and
+scatters) run in cuda/index.py and cuda/segment.py.
 
 Kernels
 - Loop kernels (codegen.grid_loops): a grid-stride loop over the flat output index for flat and
@@ -36,9 +36,10 @@ Streams and waits
   the interpreter fallbacks' arguments, a dynamic slice's starts), or where the error records
   or the pinned staging buffers run out. Pool memory is reused in stream order.
 - Uploads go through pinned staging buffers (memory.Staging), asynchronously.
-- Index kernels flag an out-of-bounds index in their slot of a device error buffer; `sync`
-  reads the slots used since the last wait and raises the first flagged error at the user's
-  line (tracer.debug.raise_device_error).
+- Index kernels, and fused kernels for each gather in them (emit.Emitter._gather), flag an
+  out-of-bounds index in their slot of a device error buffer; `sync` reads the slots used
+  since the last wait and raises the first flagged error at the user's line
+  (tracer.debug.raise_device_error).
 
 What runs where (`run_node`)
 - On the device, no host copy:

@@ -108,3 +108,20 @@ def test_replayed_by_jit():
         _bits(f(np.asarray(h), np.asarray(I)), (h[I] * 2).sum(1))
     with pytest.raises(IndexError, match="index 40 is out of bounds for axis 0 with size 40"):
         numpy.asarray(f(np.asarray(A), np.asarray(numpy.array([1, 40]))))
+
+
+def test_one_kernel_serves_every_size():
+    names = set()
+    for rows, n in ((40, 13), (9, 30)):
+        a, i = _lazy(A[:rows] * 1, RNG.integers(-rows, rows, n))
+        names |= {k.name for k in tracer.explain((a[i] * 2).sum(1)).kernels}
+    assert len(names) == 1  # sizes, axis lengths included, are kernel arguments
+
+
+def test_equal_and_unequal_axis_lengths_share_the_kernel():
+    # two indexed axes: their lengths are two kernel arguments even where they are equal
+    for shape in ((3, 4, 3), (3, 4, 2)):
+        h = RNG.standard_normal(shape)
+        i, j = numpy.array([0, -1, 2]), numpy.array([1, 0, -2])
+        x, il, jl = _lazy(h, i, j)
+        _bits(x[il, :, jl] * 2, h[i, :, j] * 2)
