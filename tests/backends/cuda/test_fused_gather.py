@@ -131,3 +131,45 @@ def test_ufunc_at_out_of_bounds_raises_numpys_error():
     with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
         np.multiply.at(t, ti * 1, numpy.float32(2))
         numpy.asarray(t)
+
+
+# ---------------------------------------------------------------- other kernel forms
+
+def test_row_kernel_and_siblings_read_through_the_gather():
+    a, i = _lazy(A, I)
+    g = a[i]
+    e = np.exp(g - g.max(1, keepdims=True))
+    sm = e / e.sum(1, keepdims=True)  # a row kernel over the gathered rows
+    two = g * 2  # a sibling reading the same gather
+    plan = tracer.explain(sm, two)
+    assert not any(n.op == "gather" for n in toposort(plan.graph_after.roots))
+    sm, two = tracer.evaluate(sm, two)
+    b, = _lazy(A[I])
+    eb = np.exp(b - b.max(1, keepdims=True))
+    _bits(sm, numpy.asarray(eb / eb.sum(1, keepdims=True)))
+    _bits(two, A[I] * 2)
+
+
+GATHER_EXPRS = {
+    "loop": lambda a, i, j: a[i] * 2 + 1,
+    "reduce": lambda a, i, j: (a[i] * a[i]).sum(1),
+    "full_reduce": lambda a, i, j: a[:, j].max(),
+    "row": lambda a, i, j: np.exp(a[i] - a[i].max(1, keepdims=True)),
+    "two_arrays": lambda a, i, j: a[i[:3, None], j] - 1,
+}
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("name", sorted(GATHER_EXPRS))
+def test_fused_gather_kernels_compile_to_ptx(name):
+    from tracer.ir.config import context
+    from tracer.cuda_kernels.cuda.ptx import compile_ptx
+    a = np.asarray(numpy.ones((5, 7), numpy.float32))
+    i = np.asarray(numpy.array([0, -1, 3, 2]))
+    j = np.asarray(numpy.array([6, 0], numpy.int32))
+    with context(backend="cuda", cuda_sim=False):
+        plan = tracer.explain(GATHER_EXPRS[name](a, i, j))
+    fusions = [n for n in toposort(plan.graph_after.roots) if n.op == "fusion"]
+    assert len(fusions) == len(plan.kernels) == 1
+    for ptx in compile_ptx(fusions[0], plan.kernels[0], cc=(9, 0), wide=True).values():
+        assert ".target sm_90" in ptx and "atom.global.cas" in ptx  # the error record's claim
