@@ -116,8 +116,8 @@ class CpuBackend(Backend):
     def signature(self, n: Node, kernel, consts: list) -> tuple:
         """The Numba argument types fusion n's kernel will be launched with (see `launch`),
         predicted from the graph: outputs are fresh C arrays, a param's layout and
-        writeability are those of a stand-in built like its value (layout.stand_in),
-        constants are numpy scalars, sizes are int64."""
+        writeability are those of a stand-in built like its value (layout.stand_in), fused
+        gathers' error records int64 arrays, constants are numpy scalars, sizes are int64."""
         from numba import typeof, types
 
         def arr(v: np.ndarray):
@@ -127,6 +127,7 @@ class CpuBackend(Backend):
         body = n.attr("body")
         sig = [arr(np.zeros((1,) * o.ndim, o.dtype)) for o in fusion_outputs(body)]
         sig += [arr(stand_in(i)) for i in n.inputs]
+        sig += [typeof(np.zeros(3, np.int64))] * len(gathers_of(body))  # their error records
         sig += [typeof(c) for c in consts]
         if kernel.kind == "row":
             sig += [types.int64] * len(row_plan(body).shape)

@@ -125,3 +125,20 @@ def test_equal_and_unequal_axis_lengths_share_the_kernel():
         i, j = numpy.array([0, -1, 2]), numpy.array([1, 0, -2])
         x, il, jl = _lazy(h, i, j)
         _bits(x[il, :, jl] * 2, h[i, :, j] * 2)
+
+
+def test_predicted_argument_types_are_the_launched_ones(monkeypatch):
+    """The compile pool compiles a kernel for the types the backend predicts (signature): a
+    fused gather's error records among them."""
+    from tracer.cuda_kernels import backends
+    cls = backends.backend_class("cpu")
+    sig_of, predicted = cls.signature, []
+
+    def signature(self, n, kernel, consts):
+        predicted.append((kernel, sig_of(self, n, kernel, consts)))
+        return predicted[-1][1]
+    monkeypatch.setattr(cls, "signature", signature)
+    a, i, j = _lazy(A, I, numpy.array([0, -1]))
+    _bits(a[i[:, None], j] * 2 + (a[i] * a[i]).sum(1)[:, None],
+          A[I[:, None], [0, -1]] * 2 + (A[I] * A[I]).sum(1)[:, None])
+    assert predicted and all(sig in k.fn.overloads for k, sig in predicted)
