@@ -44,7 +44,7 @@ def test_set_with_duplicates_last_wins_on_the_device():
 
 
 @pytest.mark.parametrize("uf", ["add", "maximum", "minimum"])
-def test_ufunc_at_uses_atomics(uf):
+def test_float_ufunc_at_runs_on_the_device(uf):  # (segments: cuda/segment.py)
     h, t = A.copy(), np.asarray(A.copy())
     getattr(numpy, uf).at(h, (slice(None), [0, 0, 2]), numpy.float32(9.5))
     getattr(np, uf).at(t, (slice(None), [0, 0, 2]), numpy.float32(9.5))
