@@ -385,7 +385,7 @@ class CudaBackend(Launcher, Backend):
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
         """Launcher.launch, with an error record (a flag slot) per gather fused in the body
         after the params: emit.Emitter's order."""
-        gs = gathers_of(body)
+        gs = gathers_of(body) if body is not None else ()  # (tests launch without a body)
         if gs:
             params = [*params, *(self.flag_slot(g, [g.inputs[0].shape[a] for a in g.attr("axes")])
                                  for g in gs)]
