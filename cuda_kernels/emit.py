@@ -206,6 +206,9 @@ class Emitter:
                              (("index", base + k), ("error_record", True)))
                         for k in range(len(self.gathers))]
         self.params += self.records
+        # (index names fixed around the loop being generated, the statements that run before
+        # it, their memo): open_hoist / close_hoist
+        self.hoist: tuple[frozenset, list[str], dict] | None = None
 
     def pname(self, p: Node) -> str:
         return f"p{p.attr('index')}"
@@ -300,19 +303,36 @@ class Emitter:
         at = 0 if n.attr("front") else axes[0]
         b, rest = idx[at:at + nb], iter(idx[:at] + idx[at + nb:])
         rec = self.pname(self.records[self.gathers.index(n)])
+        h = self.hoist
+        if h is not None and all(i in h[0] or i.isdigit() for i in b):
+            at, at_memo = h[1], h[2]  # before the loop
+        else:
+            at, at_memo = out, memo
         xi = []
         for d in range(x.ndim):
             if d not in axes:
                 xi.append(next(rest))
                 continue
             j = axes.index(d)
-            v = self.emit(ix[j], b, out, memo)
-            w = self.fresh()
-            out.append(f"{w} = _gidx(_i64({v}), {self.cname(self.glen[(id(n), d)])}, {rec}, {j})"
-                       f"{self.note(n)}")
+            w = at_memo.get(("gidx", id(n), d, b))
+            if w is None:
+                v = self.emit(ix[j], b, at, at_memo)
+                w = at_memo[("gidx", id(n), d, b)] = self.fresh()
+                at.append(f"{w} = _gidx(_i64({v}), {self.cname(self.glen[(id(n), d)])}, {rec}, "
+                          f"{j}){self.note(n)}")
             xi.append(w)
         self._need("_gidx(")
         return self.emit(x, tuple(xi), out, memo)
+
+    def open_hoist(self, fixed) -> None:
+        """Gather indices read at the index names `fixed` only are computed once, before the
+        loop the generator emits next (where close_hoist puts them), not at each element."""
+        self.hoist = (frozenset(fixed), [], {})
+
+    def close_hoist(self, lines: list[str], at: int, ind: str) -> None:
+        """The hoisted statements into `lines` at position `at`, indented by `ind`."""
+        got, self.hoist = self.hoist[1], None
+        lines[at:at] = [ind + st for st in got]
 
     def _inline_reduce(self, n: Node, idx: tuple[str, ...], out: list[str], memo: dict) -> str:
         """An inline reduction at idx, unrolled over its reduced axes (static sizes, in the

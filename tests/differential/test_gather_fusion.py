@@ -142,3 +142,19 @@ def test_predicted_argument_types_are_the_launched_ones(monkeypatch):
     _bits(a[i[:, None], j] * 2 + (a[i] * a[i]).sum(1)[:, None],
           A[I[:, None], [0, -1]] * 2 + (A[I] * A[I]).sum(1)[:, None])
     assert predicted and all(sig in k.fn.overloads for k, sig in predicted)
+
+
+def test_zero_d_index_and_result():
+    a, i = _lazy(A[:, 0] * 1, numpy.array(-3))
+    _bits(a[i] * 2, A[-3, 0] * numpy.float32(2) * numpy.ones((), numpy.float32))
+    _bits(a[i[None]] + 1, A[[-3], 0] + 1)
+
+
+@pytest.mark.parametrize("form, loop", [("loop", "for i1 in"), ("sum", "while True"),
+                                        ("max", "for j1 in")])
+def test_a_gathered_rows_index_is_read_once_per_row(form, loop):
+    a, i = _lazy(A, I)
+    y = {"loop": a[i] * 2, "sum": a[i].sum(1), "max": a[i].max(1)}[form]
+    src = tracer.explain(y).kernels[0].source
+    body = src[src.index("@njit(parallel"):]
+    assert body.count("_gidx(") == 1 and body.index("_gidx(") < body.index(loop)
