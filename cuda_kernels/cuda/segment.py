@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.ir.registry import OPS
-from ..emit import tname
+from ..emit import _WRAP_I64, tname
 from ..helpers import helper_source, needed_helpers
 from .codegen import HELPER_SOURCES
 
@@ -82,6 +82,8 @@ def gen_segment(arg: str, name: str, tpb: int) -> str:
     xdt, vdt = np.dtype(xdt), np.dtype(vdt)
     l0, l1, lo = loop_dtypes(op, xdt, vdt)
     tpl = OPS[op].template((l0, l1), lo)
+    if lo == np.int64:  # wraps around as NumPy's int64 does (emit._WRAP_I64)
+        tpl = _WRAP_I64.get(op, tpl)
     step = tpl.format(f"{tname(l0)}(acc)", f"{tname(l1)}(v[perm[a]])")
     L = ["@_jit", f"def {name}(out, v, perm, offs, n):",
          "    for p in range(cuda.grid(1), n, cuda.gridsize(1)):",

@@ -173,3 +173,13 @@ def test_fused_gather_kernels_compile_to_ptx(name):
     assert len(fusions) == len(plan.kernels) == 1
     for ptx in compile_ptx(fusions[0], plan.kernels[0], cc=(9, 0), wide=True).values():
         assert ".target sm_90" in ptx and "atom.global.cas" in ptx  # the error record's claim
+
+
+def test_int64_ufunc_at_wraps_around_as_numpy():
+    big = numpy.iinfo(numpy.int64).max
+    h = numpy.array([big, 3, big // 2], numpy.int64)
+    ix, v = numpy.array([0, 0, 2, 2, 2]), numpy.array([5, big, 3, 4, big], numpy.int64)
+    t, ti, tv = _lazy(h.copy(), ix, v)
+    numpy.multiply.at(h, ix, v)  # (no atomic: the segment plan)
+    np.multiply.at(t, ti, tv)
+    _bits(t, h)
