@@ -158,3 +158,16 @@ def test_a_gathered_rows_index_is_read_once_per_row(form, loop):
     src = tracer.explain(y).kernels[0].source
     body = src[src.index("@njit(parallel"):]
     assert body.count("_gidx(") == 1 and body.index("_gidx(") < body.index(loop)
+
+
+def test_gathers_in_a_horizontal_kernel():
+    hb, hj = RNG.standard_normal((7, 3)), RNG.integers(-7, 7, 6)
+    a, i, b, j = _lazy(A, I, hb, hj)
+    x, y = a[i] + 1, b[j] * 2  # small independent loops: one horizontal kernel
+    assert [k.kind for k in tracer.explain(x, y).kernels] == ["horizontal"]
+    x, y = tracer.evaluate(x, y)
+    _bits(x, A[I] + 1)
+    _bits(y, hb[hj] * 2)
+    bad, = _lazy(numpy.array([1, 20]))
+    with pytest.raises(IndexError, match="index 20 is out of bounds for axis 0 with size 7"):
+        tracer.evaluate(a[i] + 1, b[bad] * 2)
