@@ -171,8 +171,14 @@ def test_fused_gather_kernels_compile_to_ptx(name):
         plan = tracer.explain(GATHER_EXPRS[name](a, i, j))
     fusions = [n for n in toposort(plan.graph_after.roots) if n.op == "fusion"]
     assert len(fusions) == len(plan.kernels) == 1
-    for ptx in compile_ptx(fusions[0], plan.kernels[0], cc=(9, 0), wide=True).values():
+    ptxs = compile_ptx(fusions[0], plan.kernels[0], cc=(9, 0), wide=True)
+    for ptx in ptxs.values():
         assert ".target sm_90" in ptx and "atom.global.cas" in ptx  # the error record's claim
+    from tracer.cuda_kernels.cuda.ptx import assemble, find_ptxas
+    ptxas = find_ptxas()
+    if ptxas is not None:  # (the nvidia-cuda-nvcc wheel of the test extra)
+        usage = assemble(ptxs, "sm_90", ptxas)
+        assert not any(u.spill_stores or u.spill_loads or u.stack for u in usage.values())
 
 
 def test_int64_ufunc_at_wraps_around_as_numpy():
