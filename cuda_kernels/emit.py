@@ -11,7 +11,7 @@ from typing import Mapping
 
 import numpy as np
 
-from tracer.ir.node import Node, toposort
+from tracer.ir.node import Node, make, toposort
 from tracer.ir.registry import OPS, Kind, float_sum, fusion_outputs, reduce_identity
 from .helpers import HELPERS, helper_source, needed_helpers
 
@@ -158,6 +158,19 @@ def kernel_label(body: Node, kind: str) -> str:
     return label + ("_copy" if label == kind else "") + dt
 
 
+def gathers_of(body: Node) -> list[Node]:
+    """The gathers of a fusion body, in its order: the order of their error records."""
+    got = _GATHERS.get(id(body))
+    if got is None or got[0] is not body:
+        if len(_GATHERS) >= 4096:
+            _GATHERS.clear()
+        got = _GATHERS[id(body)] = (body, [n for n in toposort([body]) if n.op == "gather"])
+    return got[1]
+
+
+_GATHERS: dict[int, tuple[Node, list[Node]]] = {}
+
+
 class Emitter:
     """Emits statements computing body nodes at index tuples. One per kernel."""
     helper_sources: Mapping[str, str] = HELPERS  # a backend's own table (helpers by name)
@@ -177,6 +190,25 @@ class Emitter:
         self.counter = 0
         self.override: dict[int, str] = {}
         self.calls: dict[str, str] = {}  # helper -> the function to call in its place
+        # gathers (fused index remaps): the lengths of their indexed axes are kernel arguments
+        # like constants (the key stays generic over sizes), and each has an error record,
+        # a param after the body's own that the backend hands in (gathers_of's order)
+        self.gathers = gathers_of(body)
+        self.glen: dict[tuple[int, int], Node] = {}
+        for k, g in enumerate(self.gathers):
+            for a in g.attr("axes"):  # (one each, equal lengths too: the signature is the key's)
+                c = make("const", (), (), np.dtype(np.int64),
+                         (("value", int(g.inputs[0].shape[a])), ("gather_len", (k, a))))
+                self.glen[(id(g), a)] = c
+                self.consts.append(c)
+        base = len(self.params)
+        self.records = [make("param", (), (3,), np.dtype(np.int64),
+                             (("index", base + k), ("error_record", True)))
+                        for k in range(len(self.gathers))]
+        self.params += self.records
+        # (index names fixed around the loop being generated, the statements that run before
+        # it, their memo): open_hoist / close_hoist
+        self.hoist: tuple[frozenset, list[str], dict] | None = None
 
     def pname(self, p: Node) -> str:
         return f"p{p.attr('index')}"
@@ -242,6 +274,8 @@ class Emitter:
             for i, p in enumerate(perm):
                 xi[p] = idx[i]
             res = self.emit(n.inputs[0], tuple(xi), out, memo)
+        elif op == "gather":
+            res = self._gather(n, idx, out, memo)
         elif OPS[op].kind is Kind.REDUCE:  # inline (opt/fusion.py): unrolled here
             res = self._inline_reduce(n, idx, out, memo)
         else:
@@ -258,6 +292,47 @@ class Emitter:
             out.append(f"{res} = {tname(n.dtype)}({tpl.format(*args)}){self.note(n)}")
         memo[key] = res
         return res
+
+    def _gather(self, n: Node, idx: tuple[str, ...], out: list[str], memo: dict) -> str:
+        """x[..., i0[b], .., ik[b], ...] at idx: the B axes of idx (first where `front`, else
+        at the first indexed axis) pick each index array's element; `_gidx` (each backend's
+        helper) counts a negative index from the end and flags one out of bounds in the
+        gather's error record (reading element 0 instead)."""
+        x, ix, axes = n.inputs[0], n.inputs[1:], n.attr("axes")
+        nb = ix[0].ndim
+        at = 0 if n.attr("front") else axes[0]
+        b, rest = idx[at:at + nb], iter(idx[:at] + idx[at + nb:])
+        rec = self.pname(self.records[self.gathers.index(n)])
+        h = self.hoist
+        if h is not None and all(i in h[0] or i.isdigit() for i in b):
+            at, at_memo = h[1], h[2]  # before the loop
+        else:
+            at, at_memo = out, memo
+        xi = []
+        for d in range(x.ndim):
+            if d not in axes:
+                xi.append(next(rest))
+                continue
+            j = axes.index(d)
+            w = at_memo.get(("gidx", id(n), d, b))
+            if w is None:
+                v = self.emit(ix[j], b, at, at_memo)
+                w = at_memo[("gidx", id(n), d, b)] = self.fresh()
+                at.append(f"{w} = _gidx(_i64({v}), {self.cname(self.glen[(id(n), d)])}, {rec}, "
+                          f"{j}){self.note(n)}")
+            xi.append(w)
+        self._need("_gidx(")
+        return self.emit(x, tuple(xi), out, memo)
+
+    def open_hoist(self, fixed) -> None:
+        """Gather indices read at the index names `fixed` only are computed once, before the
+        loop the generator emits next (where close_hoist puts them), not at each element."""
+        self.hoist = (frozenset(fixed), [], {})
+
+    def close_hoist(self, lines: list[str], at: int, ind: str) -> None:
+        """The hoisted statements into `lines` at position `at`, indented by `ind`."""
+        got, self.hoist = self.hoist[1], None
+        lines[at:at] = [ind + st for st in got]
 
     def _inline_reduce(self, n: Node, idx: tuple[str, ...], out: list[str], memo: dict) -> str:
         """An inline reduction at idx, unrolled over its reduced axes (static sizes, in the

@@ -25,7 +25,7 @@ def is_flat(body: Node) -> bool:
     layouts allow."""
     shape = fusion_outputs(body)[0].shape
     nodes = toposort([body])
-    return all((n.op not in ("broadcast_to", "transpose", "reshape", "chunk") or
+    return all((n.op not in ("broadcast_to", "transpose", "reshape", "chunk", "gather") or
                 (n.op == "broadcast_to" and n.inputs[0].ndim == 0)) and  # (a scalar: flat)
                not is_kind(n, Kind.REDUCE) and  # (inline reductions too: not flat)
                (n.op not in ("param", "tuple") or n.shape == shape)

@@ -1,8 +1,8 @@
-"""Instruction fusion: elementwise chains (with broadcasts, transposes and unit-axis reshapes as
-index remaps) become one loop kernel; elementwise producers fuse into the input of a reduction and
-elementwise consumers into its store. Reductions over the trailing axes whose results come back to
-the rows through keepdims broadcasts (softmax, normalization) fuse with their producers and
-consumers into one row kernel. A short reduction (at most INLINE_MAX values per output, no
+"""Instruction fusion: elementwise chains (with broadcasts, transposes, unit-axis reshapes and
+gathers of materialized values as index remaps) become one loop kernel; elementwise producers
+fuse into the input of a reduction and elementwise consumers into its store. Reductions over
+the trailing axes whose results come back to the rows through keepdims broadcasts (softmax,
+normalization) fuse with their producers and consumers into one row kernel. A short reduction (at most INLINE_MAX values per output, no
 arg-reduction) read by its group's other members at its own index, never through a remap,
 computes inline: its kernel unrolls it at each index that reads it (the naive min-distance's
 sum over D = 3 inside the min over M: one kernel, no N x M buffer).
@@ -49,7 +49,24 @@ def has_kernel(n: Node) -> bool:
         return n.inputs[0].dtype.kind in "biuf" and n.inputs[0].dtype.itemsize != 2
     if is_remap(n):
         return n.dtype.kind in "biuf" and n.dtype.itemsize != 2
+    if d.kind is Kind.GATHER:  # an index remap of its materialized source (_gather_sources)
+        return n.dtype.kind in "biuf" and n.dtype.itemsize != 2 and \
+            all(i.dtype.kind == "i" or i.dtype.kind == "u" and i.dtype.itemsize < 8
+                for i in n.inputs[1:])  # (a uint64 index past 2**63 would wrap to negative)
     return False
+
+
+def _gather_sources(n: Node) -> list[Node]:
+    """What a fused gather reads through index remaps: its source and its index arrays'
+    values, each materialized (a param of the kernel) unless a leaf: an index is read once
+    per element, and the source at data-dependent positions, so neither is recomputed."""
+    out = []
+    for i in n.inputs:
+        while is_remap(i):
+            i = i.inputs[0]
+        if not is_leaf(i):
+            out.append(i)
+    return out
 
 
 def _short(n: Node) -> bool:
@@ -168,6 +185,8 @@ def fusion(roots: list[Node]) -> list[Node]:
         us = use[id(n)]
         if not fusible[id(n)]:
             mat.add(id(n))
+        elif n.op == "gather":
+            mat.update(id(i) for i in _gather_sources(n))
         elif any(not fusible[id(u)] for u in us):
             mat.add(id(n))
         elif is_reduce(n) and any(OPS[u.op].kind is not Kind.ELEMENTWISE and not is_remap(u)

@@ -12,12 +12,12 @@ from numba.core import config as numba_config
 
 from tracer.ir.node import Node
 from tracer.ir.stats import STATS
-from tracer.ir.interp import eval_node
+from tracer.ir.interp import eval_node, run_graph
 from tracer.ir.catalogue import py_slice
 from tracer.ir.registry import fusion_outputs
 from ..base import Backend, Gen, fill, record_launch
 from ..compiler import cache_dir, purge_disk_cache, writable, write_atomic
-from ..emit import key_hash
+from ..emit import gathers_of, key_hash
 from ..layout import stand_in
 from ..planning import row_plan
 from . import codegen, compile_pool
@@ -117,9 +117,9 @@ class CpuBackend(Backend):
     def signature(self, n: Node, kernel, consts: list, out: np.ndarray | None = None) -> tuple:
         """The Numba argument types fusion n's kernel will be launched with (see `launch`),
         predicted from the graph: outputs are fresh C arrays (or `out`'s layout: the slice it
-        writes into, in_place.into_stand_in), a param's layout and
-        writeability are those of a stand-in built like its value (layout.stand_in),
-        constants are numpy scalars, sizes are int64."""
+        writes into, in_place.into_stand_in), a param's layout and writeability are those of
+        a stand-in built like its value (layout.stand_in), fused gathers' error records int64
+        arrays, constants are numpy scalars, sizes are int64."""
         from numba import typeof, types
 
         def arr(v: np.ndarray):
@@ -130,6 +130,7 @@ class CpuBackend(Backend):
         sig = [arr(np.zeros((1,) * o.ndim, o.dtype)) for o in fusion_outputs(body)] \
             if out is None else [typeof(out)]
         sig += [arr(stand_in(i)) for i in n.inputs]
+        sig += [typeof(np.zeros(3, np.int64))] * len(gathers_of(body))  # their error records
         sig += [typeof(c) for c in consts]
         if kernel.kind == "row":
             sig += [types.int64] * len(row_plan(body).shape)
@@ -193,7 +194,8 @@ class CpuBackend(Backend):
         sizes, scratch = self._extra_args(kernel.kind, body)
         if scratch:
             sizes = (*sizes, *[np.empty(s, dt) for s, dt in scratch])
-        args = (*outs, *params, *consts, *sizes)
+        records = [np.zeros(3, np.int64) for _ in gathers_of(body)]  # fused gathers' errors
+        args = (*outs, *params, *records, *consts, *sizes)
         t0 = time.perf_counter()
         try:
             fn(*args)
@@ -204,6 +206,8 @@ class CpuBackend(Backend):
                 raise
             fn(*args)
         seconds = time.perf_counter() - t0
+        if any(r[0] for r in records):
+            _gather_error(body, params, records)
         if len(fn.overloads) == before:
             STATS.run_s += seconds
             STATS.kernels_launched += 1
@@ -215,6 +219,8 @@ class CpuBackend(Backend):
         """launch() for one program step, its constant parts worked out once: the output
         allocated (by NumPy below the pool's size), the arguments after the constants, the
         accounting of a launch that compiled or loaded the kernel (record_launch)."""
+        if gathers_of(body):  # (launch() checks their error records)
+            return None
         fn = kernel.fn
         shape, dtype = out_type
         sizes, scratch = self._extra_args(kernel.kind, body)
@@ -288,3 +294,14 @@ class CpuBackend(Backend):
             np.copyto(out, x)
             return out
         return allocate
+
+
+def _gather_error(body: Node, params: list, records: list) -> None:
+    """A fused gather flagged an index out of bounds: NumPy runs the body and raises its
+    IndexError (the first bad index in NumPy's order, which the kernel's threads may not
+    have found first)."""
+    run_graph([body], params=params)
+    g, r = next((g, r) for g, r in zip(gathers_of(body), records) if r[0])
+    ax = g.attr("axes")[int(r[2])]
+    raise IndexError(f"index {int(r[1])} is out of bounds for axis {ax} with size "
+                     f"{g.inputs[0].shape[ax]}")

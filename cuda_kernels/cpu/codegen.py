@@ -124,10 +124,14 @@ def gen_loop(em: CpuEmitter, body: Node, name: str, flat: bool) -> list[str]:
     for k in range(rank):
         lines.append(f"    n{k} = {em.out_names[0]}.shape[{k}]")
     inner: list[str] = []
+    if rank:
+        em.open_hoist(idx[:-1])  # (a gathered row's index: once per row)
     inner += stores(em, em.outputs, idx, inner, {})
     ind = "    "
     for k in range(rank):
         rng = em.prange() if k == 0 else "range"
+        if k == rank - 1:
+            em.close_hoist(lines, len(lines), ind)
         lines.append(f"{ind}for i{k} in {rng}(n{k}):")
         ind += "    "
     lines += [ind + s for s in inner]
@@ -259,7 +263,10 @@ def gen_reduce(em: CpuEmitter, body: Node, name: str) -> list[str]:
             L.append(f"{ind}for {j[k]} in {em.prange() if n_ == 0 else 'range'}(m{k}):")
             ind += "    "
         L += init(ind, {})
+        at = len(L)
+        em.open_hoist(j[k] for k in kept)  # (a gathered row's index: once per output)
         L += red_loops(ind, None)
+        em.close_hoist(L, at, ind)
         if not is_arg:
             L += [ind + st for st in acc_final(red, acc_t)]
         L += epilogue(ind, tuple(j[k] for k in kept))

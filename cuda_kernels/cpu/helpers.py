@@ -193,4 +193,17 @@ def _cbrt(a):
     return np.cbrt(a)
 """, _OWN)
 
+# a fused gather's index (emit.Emitter._gather): from the end where negative; one out of
+# bounds is flagged in the record (the backend then lets NumPy raise its error) and reads 0
+define("_gidx", """
+def _gidx(v, n, err, j):
+    w = v + n if v < 0 else v
+    if w < 0 or w >= n:
+        err[0] = 1
+        err[1] = v
+        err[2] = j
+        return _i64(0)
+    return w
+""", _OWN)
+
 HELPERS = ChainMap(_OWN, SHARED)

@@ -183,10 +183,13 @@ def gen_pairwise_reduce(em, body: Node, layout) -> list[str]:
         L.append(f"{ind}for {j[k]} in {em.prange() if n_ == 0 else 'range'}(m{k}):")
         ind += "    "
     L += [f"{ind}tid = {em.thread_id()}", f"{ind}acc = {dt}(0.0)"]
+    at = len(L)
+    em.open_hoist(j[k] for k in kept)  # (a gathered row's index: once per output)
     i2 = ind
     for k in outer:
         L.append(f"{i2}for {j[k]} in range(m{k}):")
         i2 += "    "
     L += run_sum(em, src, j, run, "0", "T", "ps", i2, "tid")
     L.append(f"{i2}acc = {dt}(acc + ps)")
+    em.close_hoist(L, at, ind)
     return L + _epilogue(em, body, red, j, kept, ind)

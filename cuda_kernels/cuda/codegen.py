@@ -107,8 +107,19 @@ def _variants(name: str, args: list[str], make) -> str:
 
 # numba-cuda computes a float `%` as a - b * floor(a / b): NaN for an infinite b, inexact for
 # a large a (remainder(1e308, 6) was 5e291); libdevice's fmod is exact
-HELPER_SOURCES = ChainMap({"_absmod": "def _absmod(a, b):\n    return math.fmod(abs(a), abs(b))"},
-                          HELPERS)
+# a fused gather's index (emit.Emitter._gather): from the end where negative; the first thread
+# with one out of bounds claims the gather's error record (the host raises NumPy's IndexError
+# at its next wait, cuda/backend.py sync) and reads 0
+_GIDX = """def _gidx(v, n, err, j):
+    w = v + n if v < 0 else v
+    if w < 0 or w >= n:
+        if cuda.atomic.cas(err, 0, 0, 1) == 0:
+            err[1] = v
+            err[2] = j
+        return _i64(0)
+    return w"""
+HELPER_SOURCES = ChainMap({"_absmod": "def _absmod(a, b):\n    return math.fmod(abs(a), abs(b))",
+                           "_gidx": _GIDX}, HELPERS)
 
 
 class CudaEmitter(Emitter):

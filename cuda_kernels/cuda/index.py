@@ -6,10 +6,11 @@ offset into x (kept axes by stride, indexed axes through the index arrays, negat
 counted from the end), then act:
 
 - gather: out[i] = x[offset]
-- add / maximum / minimum: an atomic combine into out[offset] (ufunc.at; duplicates
-  accumulate), for dtypes with CUDA atomics. Other combiners and dtypes run the same loop in
-  index order on one thread (exactly NumPy's order; slow, but on the device); the rest (mixed
-  dtypes, combiners with no kernel template) goes through the host.
+- add / maximum / minimum on integers with values of the target's dtype: an atomic combine
+  into out[offset] (ufunc.at; duplicates accumulate, exactly, in any order).
+- every other ufunc.at: the sort-and-segment plan (cuda/segment.py), in NumPy's order and
+  loop dtype, so floats get NumPy's bits; the rest (combiners with no kernel template) goes
+  through the host.
 - set (x[key] = v, the last of duplicate positions wins, as in NumPy): two launches, `claim`
   (atomic max of the position into a winner array) then `write` (the winner writes).
 
@@ -21,36 +22,25 @@ x[0] instead; the host reads the records at its next wait and raises NumPy's Ind
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
 from tracer.ir.node import Node
-from tracer.ir.registry import OPS
-from ..emit import tname
-from ..helpers import helper_source, needed_helpers
-from .codegen import HELPER_SOURCES, _tpb, _unflatten
+from . import libs
+from .codegen import _tpb, _unflatten
 from .memory import cstrides
+from .segment import loop_dtypes
 
+# exact in any order: integer atomics (float ones round in the order threads come, and the
+# device's float max/min drop a NaN that NumPy's maximum/minimum propagate)
 ATOMIC = {"add": "add", "maximum": "max", "minimum": "min"}
-ATOMIC_DTYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64")
-# ufunc.at combiners without a usable atomic run in order on one device thread ("ser<k><dtype>"
-# modes: the loop of update-slices of XLA's ScatterExpander, kept on the device)
-SERIAL_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "fmax", "fmin",
-              "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or")
-
-
-def serial_mode(op: str, dtype: np.dtype) -> str | None:
-    if op not in SERIAL_OPS or OPS[op].template((dtype, dtype), dtype) is None:
-        return None
-    return f"ser{SERIAL_OPS.index(op)}{dtype.name}"
+ATOMIC_DTYPES = ("int32", "int64", "uint32", "uint64")
 
 
 def gen_index(arg: str, name: str) -> str:
     """Kernel for `arg` = "R_K_MODE": index space of rank R, K index arrays."""
     r, k, mode = arg.split("_")
     r, k = max(int(r), 1), int(k)
-    serial = re.fullmatch(r"ser(\d+)(\w+)", mode)
     o = [f"o{d}" for d in range(r)]
     n = [f"n{d}" for d in range(r)]
     xc = [f"xc{d}" for d in range(r)]
@@ -59,11 +49,7 @@ def gen_index(arg: str, name: str) -> str:
     xa = [f"xa{j}" for j in range(k)]
     da = [f"da{j}" for j in range(k)]
     L = ["@_jit", f"def {name}(out, x, v, err, {', '.join(idx + n + xc + bc + xa + da)}):"]
-    if serial:
-        L += ["    if cuda.grid(1) != 0:", "        return",
-              f"    for flat in range({' * '.join(n)}):"]
-    else:
-        L.append(f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):")
+    L.append(f"    for flat in range(cuda.grid(1), {' * '.join(n)}, cuda.gridsize(1)):")
     L += _unflatten("flat", o, n, "        ")
     L.append(f"        off = {' + '.join(f'{a} * {b}' for a, b in zip(o, xc))}")
     L.append(f"        b = {' + '.join(f'{a} * {c}' for a, c in zip(o, bc))}")
@@ -77,13 +63,6 @@ def gen_index(arg: str, name: str) -> str:
               f"                err[2] = {j}",
               "            w = 0",
               f"        off += w * {xa[j]}"]
-    if serial:
-        dt = np.dtype(serial.group(2))
-        tpl = OPS[SERIAL_OPS[int(serial.group(1))]].template((dt, dt), dt)
-        L.append(f"        out[off] = {tname(dt)}({tpl.format('out[off]', 'v[flat]')})")
-        helpers = needed_helpers(tpl, set(), HELPER_SOURCES)
-        return helper_source(helpers, "@_devjit", HELPER_SOURCES) + "\n\n\n" + "\n".join(L) if helpers \
-            else "\n".join(L)
     L.append("        " + {
         "gather": "out[flat] = x[off]",
         "add": "cuda.atomic.add(out, off, v[flat])",
@@ -91,6 +70,9 @@ def gen_index(arg: str, name: str) -> str:
         "min": "cuda.atomic.min(out, off, v[flat])",
         "claim": "cuda.atomic.max(out, off, flat)",
         "write": "if x[off] == flat:\n            out[off] = v[flat]",
+        # the segment plan's target positions (cuda/segment.py), and their histogram in x
+        "offs": "out[flat] = off",
+        "count": "out[flat] = off\n        cuda.atomic.add(x, off, 1)",
     }[mode])
     return "\n".join(L)
 
@@ -141,12 +123,9 @@ def device_scatter(be, n: Node, args: list, inplace: bool = False):
     plan says nothing reads x's old value, so x is updated where it is."""
     x, *idx, v = [be.contiguous(a) for a in args]
     mode = n.attr("mode")
-    # the device's float atomic max/min drop a NaN that NumPy's maximum/minimum propagate:
-    # those run in order on one device thread (seed 10100650)
-    atomic = mode in ATOMIC and x.dtype.name in ATOMIC_DTYPES and \
-        not (mode != "add" and x.dtype.kind == "f")
-    serial = None if mode == "set" or atomic else serial_mode(mode, x.dtype)
-    if v.dtype != x.dtype or (mode != "set" and not atomic and serial is None):
+    atomic = mode in ATOMIC and x.dtype.name in ATOMIC_DTYPES and v.dtype == x.dtype
+    if mode == "set" and v.dtype != x.dtype or \
+            mode != "set" and not atomic and loop_dtypes(mode, x.dtype, v.dtype) is None:
         return None
     space = tuple(v.shape)
     if inplace and x is args[0]:
@@ -154,13 +133,41 @@ def device_scatter(be, n: Node, args: list, inplace: bool = False):
     else:
         out = be.empty(x.shape, x.dtype)
         be._copy(out, x, 0, 0, tuple(x.shape), cstrides(x.shape), cstrides(x.shape))
-    if mode != "set":
-        _launch(be, ATOMIC[mode] if atomic else serial, n, out, x, v, idx, space,
-                tuple(x.shape))
-        return out
-    win = be.empty((max(math.prod(x.shape), 1),), np.int64)
-    be._copy(win, be.constant(np.int64(-1)), 0, 0, tuple(win.shape), (1,), (0,))  # no claim yet
-    _launch(be, "claim", n, win, x, v, idx, space, tuple(x.shape))
-    _launch(be, "write", n, out, win, v, idx, space, tuple(x.shape))
+    if atomic:
+        _launch(be, ATOMIC[mode], n, out, x, v, idx, space, tuple(x.shape))
+    elif mode != "set":
+        _segments(be, n, out, x, v, idx, space)
+    else:
+        win = be.empty((max(math.prod(x.shape), 1),), np.int64)
+        be._copy(win, be.constant(np.int64(-1)), 0, 0, tuple(win.shape), (1,), (0,))  # no claim
+        _launch(be, "claim", n, win, x, v, idx, space, tuple(x.shape))
+        _launch(be, "write", n, out, win, v, idx, space, tuple(x.shape))
+        be.release(win)
     return out
 
+
+def _segments(be, n: Node, out, x, v, idx: list, space: tuple) -> None:
+    """ufunc.at by the sort-and-segment plan (cuda/segment.py) into `out` (x's values)."""
+    work = math.prod(space)
+    if work == 0:
+        return
+    offs = be.empty((work,), np.int64)
+    perm = None
+    if libs.sorts_positions():
+        _launch(be, "offs", n, offs, x, v, idx, space, tuple(x.shape))
+        perm = libs.argsort_positions(be, offs)
+    if perm is None:  # a counting sort by target position (its histogram beside the offsets)
+        size = max(x.size, 1)
+        starts = be.empty((size,), np.int64)
+        be._copy(starts, be.constant(np.int64(0)), 0, 0, (size,), (1,), (0,))
+        _launch(be, "count", n, offs, starts, v, idx, space, tuple(x.shape))
+        be.lib_launch(be.library_kernel("segment", "scan"), 1, _tpb(), starts, size)
+        perm = be.empty((work,), np.int64)
+        be.lib_launch(be.library_kernel("segment", "place"), be._blocks(work, _tpb()), _tpb(),
+                      perm, offs, starts, work)
+        be.release(starts)
+    arg = f"apply_{out.dtype.name}_{v.dtype.name}_{n.attr('mode')}"
+    be.lib_launch(be.library_kernel("segment", arg), be._blocks(work, _tpb()), _tpb(),
+                  be.flatten(out), be.flatten(v), perm, offs, work)
+    be.release(perm)
+    be.release(offs)

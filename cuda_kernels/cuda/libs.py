@@ -282,3 +282,35 @@ def tiled_matmul(backend, n: Node, args):
     backend.lib_launch(fn, grid, (TILE, TILE), out.reshape((B, M, N)), a3, b3, sa | 2 * ta,
                        sb | 2 * tb, M, N, K)
     return out
+
+
+# ---------------------------------------------------------------- ufunc.at's segment plan
+
+def sorts_positions() -> bool:
+    """Whether argsort_positions goes to the library (counted in library_fallbacks if not)."""
+    if usable() and "argsort" not in _BROKEN:
+        return True
+    STATS.library_fallbacks += 1
+    return False
+
+
+def argsort_positions(backend, keys):
+    """The stable argsort (int64) of int64 device array `keys` (a ufunc.at's flat target
+    positions, cuda/segment.py) by the library on the backend's stream, or None where it
+    raised: the caller then sorts by counting on the device."""
+    cp = library()
+    out = backend.empty(keys.shape, np.int64)
+    dev = backend.device_id()
+    try:
+        with cp.cuda.Device(dev), _stream(cp, backend.stream()), \
+                cp.cuda.using_allocator(lambda nbytes: _scratch(cp, backend, nbytes, dev)):
+            cp.copyto(as_cupy(cp, out, dev), cp.argsort(as_cupy(cp, keys, dev), axis=-1))
+    except Exception as e:  # noqa: BLE001 - as run(): our own path still can
+        _BROKEN["argsort"] = e
+        warn_once("library argsort", f"CuPy could not run argsort ({type(e).__name__}: {e}); "
+                  "it runs on tracer's own path from now on")
+        backend.release(out)
+        STATS.library_fallbacks += 1
+        return None
+    STATS.library_calls += 1
+    return out

@@ -79,7 +79,8 @@ def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9,
                 variant: str = "") -> str:
     """PTX of a library kernel: kind "copy" (arg = rank; dtypes = out, x; variant: "" or
     codegen.WIDE), "transpose" (arg = the unsigned dtype of its element size), "matmul" (arg =
-    result dtype; dtypes = out, a, b) or "index" (arg = "R_K_MODE"; dtypes = out, x, v, index)."""
+    result dtype; dtypes = out, a, b), "index" (arg = "R_K_MODE"; dtypes = out, x, v, index) or
+    "segment" (arg = "scan", "place" or "apply_<target>_<values>_<op>"; dtypes = target, values)."""
     with context(cuda_sim=False):
         fn = CudaBackend().library_kernel(kind, arg, variant)
     if kind == "transpose":
@@ -91,6 +92,11 @@ def library_ptx(kind: str, arg, dtypes=("float32", "float32", "float32"), cc=(9,
         r, k, _ = arg.split("_")
         sig = tuple(nb_array(d, 1) for d in dtypes[:3]) + (nb_array("int64", 1),) + \
             (nb_array(dtypes[3], 1),) * int(k) + (numba.int64,) * (3 * int(r) + 2 * int(k))
+    elif kind == "segment":  # (cuda/segment.py; dtypes: an apply's target and values)
+        i64 = nb_array("int64", 1)
+        sig = (i64, numba.int64) if arg == "scan" else (i64,) * 3 + (numba.int64,) \
+            if arg == "place" else (nb_array(dtypes[0], 1), nb_array(dtypes[1], 1), i64, i64,
+                                    numba.int64)
     else:
         sig = tuple(nb_array(d, 3) for d in dtypes[:3]) + (numba.int64,) * 5
     return cuda.compile_ptx(_py_func(fn), sig, cc=cc)[0]

@@ -44,7 +44,7 @@ def test_set_with_duplicates_last_wins_on_the_device():
 
 
 @pytest.mark.parametrize("uf", ["add", "maximum", "minimum"])
-def test_ufunc_at_uses_atomics(uf):
+def test_float_ufunc_at_runs_on_the_device(uf):  # (segments: cuda/segment.py)
     h, t = A.copy(), np.asarray(A.copy())
     getattr(numpy, uf).at(h, (slice(None), [0, 0, 2]), numpy.float32(9.5))
     getattr(np, uf).at(t, (slice(None), [0, 0, 2]), numpy.float32(9.5))
@@ -54,7 +54,7 @@ def test_ufunc_at_uses_atomics(uf):
 @pytest.mark.parametrize("uf, dtype", [("multiply", numpy.float32), ("subtract", numpy.int16),
                                        ("maximum", numpy.int8), ("add", numpy.uint8),
                                        ("bitwise_xor", numpy.int64)])
-def test_combiners_without_atomics_run_in_order_on_the_device(uf, dtype):
+def test_combiners_without_atomics_run_in_order_on_the_device(uf, dtype):  # (cuda/segment.py)
     h = (numpy.arange(6) + 1).astype(dtype)
     t = np.asarray(h.copy())
     v = numpy.array([3, 2, 5], dtype)
@@ -73,10 +73,20 @@ def test_computed_index_out_of_bounds_raises():
                                          ("3_2_add", ("float64",) * 3 + ("int32",)),
                                          ("1_1_claim", ("int64", "float32", "float32", "int64")),
                                          ("2_1_write", ("int32", "int64", "int32", "int64")),
-                                         ("1_1_ser3int8", ("int8", "int8", "int8", "int64"))])
+                                         ("1_1_offs", ("int64", "int8", "int8", "int64")),
+                                         ("2_1_count", ("int64", "int64", "int8", "int64"))])
 def test_index_kernels_compile_to_ptx(arg, dtypes):
     from tracer.cuda_kernels.cuda.ptx import library_ptx
     ptx = library_ptx("index", arg, dtypes)
     assert ".target sm_90" in ptx
-    if arg.endswith(("add", "claim")):
+    if arg.endswith(("add", "claim", "count")):
         assert "atom." in ptx
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arg, dtypes", [("scan", ()), ("place", ()),
+                                         ("apply_float32_float64_add", ("float32", "float64")),
+                                         ("apply_int16_int16_subtract", ("int16", "int16"))])
+def test_segment_kernels_compile_to_ptx(arg, dtypes):
+    from tracer.cuda_kernels.cuda.ptx import library_ptx
+    assert ".target sm_90" in library_ptx("segment", arg, dtypes)

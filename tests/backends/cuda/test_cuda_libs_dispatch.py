@@ -257,3 +257,21 @@ def test_float_scans_keep_numpys_order():
         x = np.asarray(numpy.ones(5, dt))
         assert libs.supports(np.cumsum(x)._node) is lib and \
             libs.supports(np.cumprod(x)._node) is lib, dt
+
+
+def test_ufunc_at_segments_sort_by_the_library(fake, no_host):
+    """cuda/segment.py: the target positions' stable argsort by the library, then one thread
+    per segment in occurrence order: NumPy's bits with repeated indices."""
+    h = _rand((16,), numpy.float32)
+    ix = numpy.random.default_rng(2).integers(-16, 16, 50)
+    v = _rand((50,), numpy.float32, seed=3)
+    t, ti, tv = tracer.evaluate(*[np.asarray(x) * 1 for x in (h, ix, v)])
+    numpy.multiply.at(h, ix, v)
+    tracer.reset_stats()
+    with Delta() as d:
+        np.multiply.at(t, ti, tv)
+        got = numpy.asarray(t)
+    assert got.tobytes() == h.tobytes()
+    assert (STATS.library_calls, STATS.library_fallbacks) == (1, 0)
+    assert d.kernels_launched == 3  # the target's copy, the positions, the segments
+    assert len(_calls(fake, "argsort")) == 1

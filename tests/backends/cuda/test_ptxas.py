@@ -102,7 +102,7 @@ def sweep_kernels():
 
 # (kind, argument, operand dtypes) of cuda/ptx.py's library_ptx: every rank the copy kernel is
 # generated for in the sweep's shapes and beyond, matmul's accumulator families, and each
-# index-kernel mode (atomics per dtype family, the serial combiners, gather, claim/write)
+# index-kernel mode (atomics per dtype family, gather, claim/write, the segment plan's kernels)
 LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "int8")] + \
     [("transpose", f"uint{b}", (f"uint{b}",) * 2) for b in (8, 16, 32, 64)] + \
     [("matmul", dts[0], dts) for dts in [("float32",) * 3, ("float64", "int32", "float32"),
@@ -113,8 +113,12 @@ LIBRARY = [("copy", r, (dt, dt)) for r in (1, 2, 3, 4) for dt in ("float64", "in
      for dt in ("int32", "uint64", "float32", "float64") if m == "add" or dt[0] != "f"] + \
     [("index", "1_1_claim", ("int64", "float32", "float32", "int64")),
      ("index", "2_1_write", ("int32", "int64", "int32", "int64")),
-     ("index", "1_1_ser3int8", ("int8", "int8", "int8", "int64")),
-     ("index", "1_1_ser2float32", ("float32", "float32", "float32", "int64"))]
+     ("index", "1_1_offs", ("int64", "float32", "float32", "int64")),
+     ("index", "2_1_count", ("int64", "int64", "float32", "int64"))] + \
+    [("segment", a, dts) for a, dts in (("scan", ()), ("place", ()),
+                                        ("apply_int8_int8_maximum", ("int8", "int8")),
+                                        ("apply_float32_float64_add", ("float32", "float64")),
+                                        ("apply_float32_float32_multiply", ("float32",) * 2))]
 
 
 def all_ptx(match: str = "") -> dict[str, str]:
