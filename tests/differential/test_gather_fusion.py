@@ -134,8 +134,8 @@ def test_predicted_argument_types_are_the_launched_ones(monkeypatch):
     cls = backends.backend_class("cpu")
     sig_of, predicted = cls.signature, []
 
-    def signature(self, n, kernel, consts):
-        predicted.append((kernel, sig_of(self, n, kernel, consts)))
+    def signature(self, n, kernel, consts, out=None):
+        predicted.append((kernel, sig_of(self, n, kernel, consts, out)))
         return predicted[-1][1]
     monkeypatch.setattr(cls, "signature", signature)
     a, i, j = _lazy(A, I, numpy.array([0, -1]))

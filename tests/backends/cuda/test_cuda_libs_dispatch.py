@@ -11,12 +11,14 @@ import sys
 import numpy
 import pytest
 
+import tracer
 import tracer.numpy as np
 import tracer.cuda_kernels.cuda.backend as cuda_mod
 from tracer.cuda_kernels import backends
 from tracer.cuda_kernels.cuda import libs
 from tracer.ir.config import context
 
+from counters import Delta
 from fake_cupy import SCRATCH, calls, fake_cupy, idle, rand, run, use_fake
 
 # the backend's dispatch is the subject (on the simulator)
@@ -262,9 +264,9 @@ def test_float_scans_keep_numpys_order():
 def test_ufunc_at_segments_sort_by_the_library(fake, no_host):
     """cuda/segment.py: the target positions' stable argsort by the library, then one thread
     per segment in occurrence order: NumPy's bits with repeated indices."""
-    h = _rand((16,), numpy.float32)
+    h = rand((16,), numpy.float32)
     ix = numpy.random.default_rng(2).integers(-16, 16, 50)
-    v = _rand((50,), numpy.float32, seed=3)
+    v = rand((50,), numpy.float32, seed=3)
     t, ti, tv = tracer.evaluate(*[np.asarray(x) * 1 for x in (h, ix, v)])
     numpy.multiply.at(h, ix, v)
     tracer.reset_stats()
@@ -272,6 +274,7 @@ def test_ufunc_at_segments_sort_by_the_library(fake, no_host):
         np.multiply.at(t, ti, tv)
         got = numpy.asarray(t)
     assert got.tobytes() == h.tobytes()
-    assert (STATS.library_calls, STATS.library_fallbacks) == (1, 0)
+    s = tracer.stats()  # (reset above)
+    assert (s.library_calls, s.library_fallbacks) == (1, 0)
     assert d.kernels_launched == 3  # the target's copy, the positions, the segments
-    assert len(_calls(fake, "argsort")) == 1
+    assert len(calls(fake, "argsort")) == 1
