@@ -62,6 +62,9 @@ def test_flat_2d_kernel_takes_the_vector_form():
     got, vec = _run(lambda x, y: x * y - x, a, a + 1)
     assert vec == 1
     numpy.testing.assert_array_equal(got[0], a * (a + 1) - a)
+    got, vec = _run(lambda x: x * 2.5 - 1, a)  # constants (scalar broadcasts) stay flat
+    assert vec == 1
+    numpy.testing.assert_array_equal(got[0], a * 2.5 - 1)
 
 
 @pytest.mark.usefixtures("cuda_sim")
