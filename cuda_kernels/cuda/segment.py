@@ -1,0 +1,183 @@
+"""`ufunc.reduceat` (the library op `reduceat`) on the cuda backend: one kernel, a thread per
+(segment, outer position), that walks its segment in NumPy's order, so results are NumPy's to
+the bit.
+
+NumPy's reduceat (ufunc_object.c, PyUFunc_Reduceat) copies a segment's first element into the
+output, then runs the ufunc's loop in reduce mode over the rest of the segment; the thread does
+the same: a float add sums the rest as numpy's `pairwise_sum` does (below 8 values in sequence
+from -0.0; up to 128 in 8 interleaved partials; longer runs split at n2 = n//2 rounded down to
+a multiple of 8, walked with a stack in local memory) and adds that to the first element; other
+ufuncs combine in sequence. Values are cast to the loop's dtype and combined by the ufunc's own
+kernel template (the emitter's, so integer wrap-around and float-to-int casts are NumPy's).
+
+The array is read as (P, N, Q): the axes before the reduced one, the reduced axis, the axes
+after; the output is (P, K, Q) for K indices. The same kernel checks every index once: one out
+of [0, N) writes the launch's error record (the backend's flag slot; the next host wait raises
+NumPy's IndexError, naming one bad index, not necessarily the first); its segments are left
+unwritten, as the run fails.
+
+Runs on the host instead (returns None): dtypes without device kernels (complex, float16, ...),
+ufuncs without a template for the loop's dtype, and fmax/fmin on floats, whose reduce loop
+picks between -0.0 and 0.0 differently from their elementwise one.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tracer.ir.node import Node, make
+from tracer.ir.registry import OPS, Kind
+from ..emit import tname
+from .codegen import NB_TYPES, CudaEmitter, _tpb
+
+STACK = 64  # pairwise frames: a run of n values nests about log2(n / 64) deep
+_SIGNED_ZERO_REDUCE = ("fmax", "fmin")
+
+
+def supported(ufunc: str, in_dt: np.dtype, loop: np.dtype) -> bool:
+    """Whether the device kernel computes this reduceat (module docstring)."""
+    d = OPS.get(ufunc)
+    if d is None or d.kind is not Kind.ELEMENTWISE or d.ufunc is None or d.ufunc.nin != 2:
+        return False
+    if in_dt.name not in NB_TYPES or loop.name not in NB_TYPES:
+        return False
+    if ufunc in _SIGNED_ZERO_REDUCE and loop.kind == "f":
+        return False
+    return d.template((loop, loop), loop) is not None and \
+        (in_dt == loop or OPS["cast"].template((in_dt,), loop) is not None)
+
+
+def _scalar_body(ufunc: str, in_dt: np.dtype, loop: np.dtype) -> tuple[Node, Node, Node, Node]:
+    """(x, acc, cast, combine): params standing for an element and the accumulator, the
+    element in the loop's dtype, and one combine step, as a body the emitter writes."""
+    x = make("param", (), (), in_dt, (("index", 0),))
+    acc = make("param", (), (), loop, (("index", 1),))
+    v = x if in_dt == loop else make("cast", (x,), (), loop, (("dtype", loop.str),))
+    return x, acc, v, make(ufunc, (acc, v), (), loop)
+
+
+def gen_segment(arg: str, name: str) -> str:
+    """The kernel for `arg` = "<ufunc>__<input dtype>__<loop dtype>": arguments out (P*K*Q),
+    x (P*N*Q), idx (K), err (the flag slot), P, N, Q, K."""
+    ufunc, in_name, loop_name = arg.split("__")
+    in_dt, loop = np.dtype(in_name), np.dtype(loop_name)
+    x, acc, v, comb = _scalar_body(ufunc, in_dt, loop)
+    em = CudaEmitter(comb)
+    em.override[id(x)] = "xv"
+    t = tname(loop)
+
+    def value(pos: str, ind: str) -> tuple[list[str], str]:
+        """Statements loading the element at segment position `pos`, and its name."""
+        st: list[str] = []
+        r = em.emit(v, (), st, {})
+        return [f"{ind}xv = x[base + ({pos}) * Q]"] + [ind + s for s in st], r
+
+    L = ["@_jit", f"def {name}(out, x, idx, err, P, N, Q, K):",
+         "    g = cuda.grid(1)", "    gs = cuda.gridsize(1)",
+         "    for k in range(g, K, gs):",
+         "        w = idx[k]",
+         "        if w < 0 or w >= N:",
+         "            if cuda.atomic.cas(err, 0, 0, 1) == 0:",
+         "                err[1] = w", "                err[2] = 0"]
+    pairwise = ufunc == "add" and loop.kind == "f"
+    if pairwise:
+        L += [f"    slo = cuda.local.array({STACK}, numba.int64)",
+              f"    sn = cuda.local.array({STACK}, numba.int64)",
+              f"    sph = cuda.local.array({STACK}, numba.int8)",
+              f"    sv = cuda.local.array({STACK}, {NB_TYPES[loop.name]})"]
+    L += ["    for o in range(g, P * K * Q, gs):",
+          "        q = o % Q", "        r = o // Q", "        k = r % K", "        p = r // K",
+          "        s = idx[k]",
+          "        if s < 0 or s >= N:",
+          "            continue",
+          "        e = idx[k + 1] if k + 1 < K else N",
+          "        if e > N:", "            e = N",
+          "        base = p * N * Q + q"]
+    st, first = value("s", "        ")
+    L += st + [f"        a = {t}({first})"]
+    if pairwise:
+        L += _pairwise(value, t)
+    else:
+        em.override[id(acc)] = "a"
+        L += ["        for i in range(s + 1, e):"]
+        st, xi = value("i", "            ")
+        stc: list[str] = []
+        em.override[id(v)] = xi
+        res = em.emit(comb, (), stc, {})
+        L += st + ["            " + s for s in stc] + [f"            a = {t}({res})"]
+    L.append("        out[o] = a")
+    helpers = em.helper_source("@_devjit")
+    return (helpers + "\n\n\n" if helpers.strip() else "") + "\n".join(L)
+
+
+def _pairwise(value, t: str) -> list[str]:
+    """Lines adding numpy's pairwise_sum of positions s+1..e-1 to `a` (module docstring). A
+    frame is a run (start, length) and its phase: 0 while its left half runs, 1 while its
+    right half does (its left half's sum in sv)."""
+    ind = "                "
+    L = ["        if e - s > 1:",
+         "            sp = 0", "            slo[0] = s + 1", "            sn[0] = e - s - 1",
+         "            sph[0] = 0",
+         "            while sp >= 0:",
+         "                m = sn[sp]",
+         "                if m > 128:",  # numpy's PW_BLOCKSIZE: split, the left half first
+         "                    h = m // 2", "                    h -= h % 8",
+         "                    slo[sp + 1] = slo[sp]", "                    sn[sp + 1] = h",
+         "                    sph[sp + 1] = 0", "                    sp += 1",
+         "                    continue",
+         "                lo = slo[sp]",
+         "                n8 = m - m % 8",
+         "                if m < 8:",
+         f"                    v = {t}(-0.0)",
+         "                    for i in range(lo, lo + m):"]
+    st, xi = value("i", ind + "        ")
+    L += st + [f"{ind}        v = {t}(v + {xi})", f"{ind}else:"]
+    for j in range(8):
+        st, xi = value(f"lo + {j}", ind + "    ")
+        L += st + [f"{ind}    q{j} = {xi}"]
+    L.append(f"{ind}    for i in range(lo + 8, lo + n8, 8):")
+    for j in range(8):
+        st, xi = value(f"i + {j}", ind + "        ")
+        L += st + [f"{ind}        q{j} = {t}(q{j} + {xi})"]
+    L += [f"{ind}    v = {t}({t}({t}(q0 + q1) + {t}(q2 + q3)) + {t}({t}(q4 + q5) + {t}(q6 + q7)))",
+          f"{ind}    for i in range(lo + n8, lo + m):"]
+    st, xi = value("i", ind + "        ")
+    L += st + [f"{ind}        v = {t}(v + {xi})"]
+    L += ["                sp -= 1",
+          "                while sp >= 0 and sph[sp] == 1:",  # right halves done: add up
+          f"                    v = {t}(sv[sp] + v)", "                    sp -= 1",
+          "                if sp < 0:",
+          f"                    a = {t}(a + v)",
+          "                else:",  # a left half done: its right half next
+          "                    sv[sp] = v", "                    sph[sp] = 1",
+          "                    h = sn[sp] // 2", "                    h -= h % 8",
+          "                    slo[sp + 1] = slo[sp] + h", "                    sn[sp + 1] = sn[sp] - h",
+          "                    sph[sp + 1] = 0", "                    sp += 1"]
+    return L
+
+
+def device_reduceat(be, n: Node, args: list):
+    """n's value on the device (one launch), or None where it runs through the host."""
+    ufunc, ax, loop = n.attr("ufunc"), n.attr("axis"), np.dtype(n.attr("dtype"))
+    a, idx = args
+    in_dt = n.inputs[0].dtype
+    if not supported(ufunc, in_dt, loop):
+        return None
+    x, idx = be.contiguous(be._dev(a)), be.contiguous(be._dev(idx))
+    shape = tuple(n.inputs[0].shape)
+    P, N, Q = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1:])
+    K = n.shape[ax]
+    out = be.empty(n.shape, n.dtype)
+    work = max(P * K * Q, K)
+    if work == 0:
+        return out
+    fn = be.library_kernel("segment", f"{ufunc}__{in_dt.name}__{loop.name}")
+    be.lib_launch(fn, be._blocks(work, _tpb()), _tpb(), be.flatten(out), be.flatten(x), idx,
+                  be.flag_slot(n, [N], _message(ufunc, N)), P, N, Q, K)
+    return out
+
+
+def _message(ufunc: str, size: int):
+    """NumPy's IndexError message for a bad index (the flag slot's record)."""
+    return lambda bad, j: f"index {bad} out-of-bounds in {ufunc}.reduceat [0, {size})"

@@ -1,0 +1,230 @@
+"""`ufunc.reduceat` as the lazy library op `reduceat`, against NumPy to the bit: random segments
+(empty, decreasing, one element, longer than a pairwise leaf), every axis, the dtypes and
+ufuncs with reductions, NaN and inf, dtype= and out=, lazy indices, NumPy's errors at the
+user's line; on the cpu backend (NumPy's routine) and on cuda under the simulator (one kernel,
+no host round trip)."""
+from __future__ import annotations
+
+import traceback
+
+import numpy
+import pytest
+
+import tracer
+import tracer.numpy as np
+from tracer.ir.config import context
+
+from counters import Delta
+
+# the simulator runs kernels on NumPy scalars, which warn where the device's integers wrap
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
+
+UFUNCS = ("add", "multiply", "maximum", "minimum", "logical_and", "logical_or", "bitwise_and",
+          "bitwise_or", "bitwise_xor")
+DTYPES = (numpy.bool_, numpy.int8, numpy.int64, numpy.uint64, numpy.float32, numpy.float64)
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def backend(request, monkeypatch):
+    """Both backends; on cuda, a reduceat that reaches the host interpreter fails the test."""
+    if request.param == "cpu":
+        with context(backend="cpu"):
+            yield "cpu"
+        return
+    import tracer.cuda_kernels.cuda.backend as cuda_mod
+
+    def boom(n, args):
+        raise AssertionError(f"{n.op} ran on the host")
+    monkeypatch.setattr(cuda_mod, "eval_node", boom)
+    with context(backend="cuda", cuda_sim=True):
+        yield "cuda"
+
+
+def _values(rng, shape, dt):
+    """Values of dt with NaN, inf and signed zeros among floats, wrap-around among integers."""
+    dt = numpy.dtype(dt)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.6
+    if dt.kind == "f":
+        v = (rng.standard_normal(shape) * 10.0 ** rng.integers(-2, 5, shape)).astype(dt)
+        special = numpy.array([numpy.nan, numpy.inf, -numpy.inf, -0.0, 0.0], dt)
+        mask = rng.random(shape) < 0.05
+        v[mask] = rng.choice(special, int(mask.sum()))
+        return v
+    info = numpy.iinfo(dt)
+    return rng.integers(max(info.min, -100), min(info.max, 100) + 1, shape).astype(dt) \
+        if dt.itemsize > 1 else rng.integers(info.min, info.max + 1, shape).astype(dt)
+
+
+def _indices(rng, n):
+    """Segment starts in [0, n): ascending runs with repeats (empty segments) and drops."""
+    k = int(rng.integers(1, 7))
+    return rng.integers(0, n, k).tolist() + [n - 1, 0]
+
+
+def _same(got, want):
+    got = numpy.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes(), (got, want)  # to the bit: NaN payloads, -0.0
+
+
+def _loops(uf, dt):
+    try:
+        getattr(numpy, uf).reduceat(numpy.zeros(1, dt), [0])
+    except TypeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("uf", UFUNCS)
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: numpy.dtype(d).name)
+def test_reduceat_matches_numpy(backend, uf, dt):
+    if not _loops(uf, dt):
+        pytest.skip("NumPy has no loop")
+    rng = numpy.random.default_rng(hash((uf, numpy.dtype(dt).name)) % 2**32)
+    shape = (3, 4, 11) if backend == "cpu" else (2, 3, 9)
+    a = _values(rng, shape, dt)
+    for axis in (0, 1, -1):
+        idx = _indices(rng, a.shape[axis])
+        with numpy.errstate(all="ignore"):  # (inf * 0)
+            want = getattr(numpy, uf).reduceat(a, idx, axis=axis)
+        with Delta() as d:
+            _same(getattr(np, uf).reduceat(np.asarray(a), idx, axis=axis), want)
+        assert tracer.stats().fallbacks == 0
+        if backend == "cuda":
+            assert d.kernels_launched == 1
+
+
+@pytest.mark.parametrize("dt", (numpy.float32, numpy.float64))
+def test_float_sums_are_numpys_pairwise_sums(backend, dt):
+    """First element plus numpy's pairwise sum of the rest: segments of 1 to 700 values (several
+    pairwise leaves), along a contiguous axis and a strided one."""
+    rng = numpy.random.default_rng(7)
+    a = (rng.standard_normal((2, 1400)) * 10.0 ** rng.integers(-3, 6, (2, 1400))).astype(dt)
+    idx = [0, 1, 9, 8, 137, 300, 301, 700]
+    _same(np.add.reduceat(np.asarray(a), idx, axis=1), numpy.add.reduceat(a, idx, axis=1))
+    at = numpy.ascontiguousarray(a.T)
+    _same(np.add.reduceat(np.asarray(at), idx, axis=0), numpy.add.reduceat(at, idx, axis=0))
+    z = numpy.full(20, -0.0, dt)
+    _same(np.add.reduceat(np.asarray(z), [0, 3, 19]), numpy.add.reduceat(z, [0, 3, 19]))
+
+
+def test_lazy_operands_and_indices(backend):
+    rng = numpy.random.default_rng(3)
+    a = rng.standard_normal((4, 10)).astype(numpy.float32)
+    idx = numpy.array([0, 4, 4, 2, 9])
+    t = np.asarray(a) * 2
+    li = np.asarray(idx) + 0  # computed: checked when it runs
+    _same(np.maximum.reduceat(t, li, axis=1), numpy.maximum.reduceat(a * 2, idx, axis=1))
+    _same(np.add.reduceat(t, np.asarray(idx.astype(numpy.int8)) * 1, axis=1),
+          numpy.add.reduceat(a * 2, idx, axis=1))
+    _same(np.add.reduceat(t[:, ::2], [0, 2], axis=1), numpy.add.reduceat((a * 2)[:, ::2], [0, 2], axis=1))
+
+
+@pytest.mark.parametrize("case", [
+    dict(a=numpy.arange(6, dtype=numpy.int8) * 50, idx=[0, 3], kw=dict(dtype=numpy.int8)),
+    dict(a=numpy.arange(6, dtype=numpy.int8) * 50, idx=[0, 3], kw=dict(dtype=numpy.float32)),
+    dict(a=numpy.linspace(0.5, 3.3, 6), idx=[0, 3], kw=dict(dtype=numpy.float32)),
+    dict(a=numpy.array([True, False, True]), idx=[0, 1], kw={}),
+    dict(a=numpy.arange(6.0), idx=[], kw={}),
+    dict(a=numpy.zeros(0), idx=[], kw={}),
+    dict(a=numpy.zeros((2, 0)), idx=[0, 1], kw=dict(axis=0)),
+    dict(a=numpy.arange(4.0), idx=numpy.array([True, False]), kw={}),
+    dict(a=numpy.arange(4.0), idx=[1.7, 0.2], kw={}),
+    dict(a=numpy.arange(4.0), idx=[0, 2], kw=dict(axis=(0,))),
+    dict(a=numpy.arange(4.0), idx=[0, 2], kw=dict(axis=None)),
+])
+def test_dtypes_and_edge_shapes(backend, case):
+    want = numpy.add.reduceat(case["a"], case["idx"], **case["kw"])
+    _same(np.add.reduceat(np.asarray(case["a"]), case["idx"], **case["kw"]), want)
+
+
+@pytest.mark.parametrize("a_dt, out_dt", [(numpy.float64, numpy.float32), (numpy.float32, numpy.float64),
+                                          (numpy.float64, numpy.int64), (numpy.int64, numpy.int8),
+                                          (numpy.int8, numpy.int8), (numpy.bool_, numpy.bool_)])
+def test_out_computes_in_numpys_loop_and_casts(backend, a_dt, out_dt):
+    a = (numpy.linspace(-3.7, 300.3, 301) * 1.001).astype(a_dt)
+    idx = [0, 100, 37, 300]
+    want = numpy.full(4, 9, out_dt)
+    with numpy.errstate(all="ignore"):
+        numpy.add.reduceat(a, idx, out=want)
+    out = np.asarray(numpy.full(4, 9, out_dt))
+    assert np.add.reduceat(np.asarray(a), idx, out=out) is out
+    _same(out, want)
+    host = numpy.full(4, 9, out_dt)
+    assert np.add.reduceat(np.asarray(a), idx, out=(host,)) is host
+    _same(host, want)
+
+
+def _raises(fn, *args, **kw):
+    """The exception NumPy raises for fn (a numpy ufunc's reduceat) on host operands."""
+    try:
+        fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001 - any: the test compares type and message
+        return e
+    raise AssertionError("NumPy did not raise")
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, a: m.add.reduceat(a, [0, 7]),
+    lambda m, a: m.add.reduceat(a, [2, -1]),
+    lambda m, a: m.add.reduceat(a, [[0, 1]]),
+    lambda m, a: m.add.reduceat(a, 1),
+    lambda m, a: m.add.reduceat(a, numpy.array([0, 1], numpy.uint64)),
+    lambda m, a: m.add.reduceat(a, numpy.array([0.0, 1.0])),
+    lambda m, a: m.add.reduceat(a, [0], axis=1),
+    lambda m, a: m.add.reduceat(a.reshape(2, 3), [0], axis=None),
+    lambda m, a: m.sin.reduceat(a, [0]),
+    lambda m, a: m.bitwise_and.reduceat(a, [0]),
+    lambda m, a: m.add.reduceat(a[0], [0]),
+    lambda m, a: m.add.reduceat(a, [0, 2], out=m.zeros(3)),
+])
+def test_errors_are_numpys_at_the_users_line(backend, call):
+    a = numpy.arange(6.0)
+    want = _raises(call, numpy, a)
+    t = np.asarray(a)
+    evals = tracer.stats().evaluations
+    with pytest.raises(type(want)) as got:
+        call(np, t)
+    assert str(got.value) == str(want)
+    assert tracer.stats().evaluations == evals  # raised while recording
+    assert _user_frame(got).filename == __file__
+
+
+def _user_frame(excinfo) -> traceback.FrameSummary:
+    """The innermost frame outside tracer's packages and NumPy's: the user's line."""
+    return [f for f in traceback.extract_tb(excinfo.tb) if not any(
+        p in f.filename for p in ("/tracer/", "/ir/", "/opt/", "/cuda_kernels/", "numpy"))][-1]
+
+
+@pytest.mark.lazy  # (an index computed eagerly is known: NumPy's error while recording)
+def test_lazy_index_out_of_bounds_raises_when_it_runs(backend):
+    t = np.asarray(numpy.arange(5.0))
+    r = np.add.reduceat(t, np.asarray(numpy.array([0, 2, 7])) + 0)  # recorded: no error yet
+    with pytest.raises(IndexError, match=r"index 7 out-of-bounds in add.reduceat \[0, 5\)") as e:
+        numpy.asarray(r)
+    assert "reduceat" in _user_frame(e).line
+
+
+@pytest.mark.cuda
+def test_no_device_kernel_runs_through_the_host():
+    """complex sums: NumPy's answer through the cuda backend's host path."""
+    a = numpy.array([1 + 2j, 3 - 1j, 0.5j, 2.0])
+    with context(backend="cuda", cuda_sim=True):
+        _same(np.add.reduceat(np.asarray(a), [0, 2, 1]), numpy.add.reduceat(a, [0, 2, 1]))
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arg, dts", [("add__float32__float32", ("float32", "float32")),
+                                      ("maximum__int8__int8", ("int8", "int8")),
+                                      ("add__bool__int64", ("int64", "bool"))])
+def test_segment_kernels_compile_to_ptx(arg, dts):
+    import numba
+    from numba import cuda
+    from tracer.cuda_kernels.cuda.backend import CudaBackend
+    from tracer.cuda_kernels.cuda.ptx import _py_func, nb_array
+    with context(cuda_sim=False):
+        fn = CudaBackend().library_kernel("segment", arg)
+    sig = (nb_array(dts[0], 1), nb_array(dts[1], 1), nb_array("int64", 1), nb_array("int64", 1)) + \
+        (numba.int64,) * 4
+    assert ".target sm_90" in cuda.compile_ptx(_py_func(fn), sig, cc=(9, 0))[0]
