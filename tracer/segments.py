@@ -34,10 +34,10 @@ def _flat_zeros(shape, dtype) -> np.ndarray:
     return as_strided(np.zeros(1, dtype), shape, (0,) * len(shape), writeable=True)
 
 
-def _axis(uf: np.ufunc, a: ndarray, axis) -> int:
+def _axis(uf: np.ufunc, a: ndarray, axis, dtype) -> int:
     """axis as an index of a's axes; NumPy's errors (a scalar, several axes, out of range)."""
     probe = np.zeros((1,) * a.ndim, a.dtype)
-    uf.reduceat(probe, np.zeros(0, np.intp), axis=axis)
+    uf.reduceat(probe, np.zeros(0, np.intp), axis=axis, dtype=dtype)
     if axis is None:
         return 0
     if isinstance(axis, tuple):
@@ -79,7 +79,7 @@ def reduceat(uf: np.ufunc, array, indices, axis=0, dtype=None, out=None):
         return fallback_call(f"{uf.__name__}.reduceat", uf.reduceat, (a, indices), kw)
     if a.ndim == 0:
         uf.reduceat(np.zeros((), a.dtype), indices)  # NumPy's TypeError
-    ax = _axis(uf, a, axis)
+    ax = _axis(uf, a, axis, dtype)
     n = a.shape[ax]
     values, lazy_idx = _index_probe(indices)
     probe = _flat_zeros((n, 0), a.dtype)

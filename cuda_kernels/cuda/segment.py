@@ -17,8 +17,16 @@ NumPy's IndexError, naming one bad index, not necessarily the first); its segmen
 unwritten, as the run fails.
 
 Runs on the host instead (returns None): dtypes without device kernels (complex, float16, ...),
-ufuncs without a template for the loop's dtype, and fmax/fmin on floats, whose reduce loop
-picks between -0.0 and 0.0 differently from their elementwise one.
+ufuncs without a template for the loop's dtype, and ufuncs outside `IN_ORDER`. NumPy's reduce
+loop is an in-order reduction only where a ufunc's loop handles reduce mode: power and arctan2
+read the segment's first element once (power.reduceat([2, 3, 2], [0]) is 2 ** 2); fmax and fmin
+on floats pick between -0.0 and 0.0 differently from their elementwise loop; float32 logaddexp's
+loop rounds differently from the template in the last place.
+
+Known difference: NumPy's float maximum and minimum reduce contiguous runs with SIMD
+accumulators (their width is the CPU's), so where a segment's extreme is a zero of both signs,
+NumPy's sign depends on the CPU; the kernel keeps the sequential loop's. Which NaN a segment
+holding NaNs gives (sign, payload) is the compiler's and the device's, as for every float op.
 """
 from __future__ import annotations
 
@@ -32,13 +40,16 @@ from ..emit import tname
 from .codegen import NB_TYPES, CudaEmitter, _tpb
 
 STACK = 64  # pairwise frames: a run of n values nests about log2(n / 64) deep
+# ufuncs whose NumPy reduce loop combines in order (tests/differential/test_reduceat.py)
+IN_ORDER = ("add", "multiply", "maximum", "minimum", "logical_and", "logical_or", "bitwise_and",
+            "bitwise_or", "bitwise_xor", "fmax", "fmin")
 _SIGNED_ZERO_REDUCE = ("fmax", "fmin")
 
 
 def supported(ufunc: str, in_dt: np.dtype, loop: np.dtype) -> bool:
     """Whether the device kernel computes this reduceat (module docstring)."""
     d = OPS.get(ufunc)
-    if d is None or d.kind is not Kind.ELEMENTWISE or d.ufunc is None or d.ufunc.nin != 2:
+    if ufunc not in IN_ORDER or d is None or d.kind is not Kind.ELEMENTWISE:
         return False
     if in_dt.name not in NB_TYPES or loop.name not in NB_TYPES:
         return False
