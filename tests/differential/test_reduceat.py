@@ -236,3 +236,36 @@ def test_segment_kernels_compile_to_ptx(arg, dts):
     sig = (nb_array(dts[0], 1), nb_array(dts[1], 1), nb_array("int64", 1), nb_array("int64", 1)) + \
         (numba.int64,) * 4
     assert ".target sm_90" in cuda.compile_ptx(_py_func(fn), sig, cc=(9, 0))[0]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("depth", [1, 3])
+@pytest.mark.parametrize("uf, dt", [("add", numpy.float32), ("add", numpy.float64),
+                                    ("add", numpy.int8), ("maximum", numpy.float32),
+                                    ("bitwise_or", numpy.uint64), ("logical_and", numpy.float64)])
+def test_split_form_is_numpys_order(monkeypatch, depth, uf, dt):
+    """Few long segments: 2**depth pieces each (numpy's pairwise subtrees for a float sum),
+    combined as the recursion combines them; two launches."""
+    import tracer.cuda_kernels.cuda.segment as seg
+    monkeypatch.setattr(seg, "FORCE_DEPTH", depth)
+    rng = numpy.random.default_rng(depth)
+    a = _values(rng, (2, 1500), dt)
+    at = numpy.ascontiguousarray(a.T)
+    with context(backend="cuda", cuda_sim=True):
+        for x, axis, idx in [(a, 1, [0, 1, 7, 6, 1499]), (a, 1, [3, 400, 1200]), (at, 0, [0, 900])]:
+            with numpy.errstate(all="ignore"):  # (inf - inf)
+                want = getattr(numpy, uf).reduceat(x, idx, axis=axis)
+            with Delta() as d:
+                _same(getattr(np, uf).reduceat(np.asarray(x), idx, axis=axis), want,
+                      uf != "maximum")
+            assert d.kernels_launched == 2
+
+
+def test_split_form_only_where_it_pays_and_keeps_numpys_order():
+    from tracer.cuda_kernels.cuda.segment import split_depth
+    f32, i64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.int64)
+    assert split_depth("add", f32, 2, 10**8, 2, sim=False) > 0  # two long segments
+    assert split_depth("add", i64, 2, 10**8, 2, sim=False) > 0
+    assert split_depth("add", f32, 10**6, 10**8, 10**6, sim=False) == 0  # many short ones
+    assert split_depth("multiply", f32, 2, 10**8, 2, sim=False) == 0  # rounds in sequence
+    assert split_depth("add", f32, 2, 10**8, 2, sim=True) == 0
