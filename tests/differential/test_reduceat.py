@@ -223,19 +223,23 @@ def test_what_has_no_kernel_is_numpys_loop(backend, uf, a):
 
 
 @pytest.mark.nvrtc
-@pytest.mark.parametrize("arg, dts", [("add__float32__float32", ("float32", "float32")),
-                                      ("maximum__int8__int8", ("int8", "int8")),
-                                      ("add__bool__int64", ("int64", "bool"))])
+@pytest.mark.parametrize("arg, dts", [("add__float32__float32", ("float32", "float32", "float32")),
+                                      ("maximum__int8__int8", ("int8", "int8", "int8")),
+                                      ("add__bool__int64", ("int64", "bool", "int64"))])
 def test_segment_kernels_compile_to_ptx(arg, dts):
+    """The thread form and the split form's two kernels (dts: out, x, the loop's dtype)."""
     import numba
     from numba import cuda
     from tracer.cuda_kernels.cuda.backend import CudaBackend
     from tracer.cuda_kernels.cuda.ptx import _py_func, nb_array
-    with context(cuda_sim=False):
-        fn = CudaBackend().library_kernel("segment", arg)
-    sig = (nb_array(dts[0], 1), nb_array(dts[1], 1), nb_array("int64", 1), nb_array("int64", 1)) + \
-        (numba.int64,) * 4
-    assert ".target sm_90" in cuda.compile_ptx(_py_func(fn), sig, cc=(9, 0))[0]
+    out, x, loop = (nb_array(d, 1) for d in dts)
+    i64, ints = nb_array("int64", 1), (numba.int64,) * 4
+    sigs = {"": (out, x, i64, i64) + ints, "_part": (loop, i64, x, i64, i64) + ints + ints[:1],
+            "_comb": (out, loop, i64, x, i64) + ints + ints[:1]}
+    for variant, sig in sigs.items():
+        with context(cuda_sim=False):
+            fn = CudaBackend().library_kernel("segment", arg, variant)
+        assert ".target sm_90" in cuda.compile_ptx(_py_func(fn), sig, cc=(9, 0))[0]
 
 
 @pytest.mark.cuda
