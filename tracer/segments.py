@@ -24,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import graph as G
 from .array import lazy, ndarray
-from .fallback import FOREIGN_KINDS, fallback_call
+from .fallback import FOREIGN_KINDS, fallback_call, foreign_operand
 from .recording import traced
 from .write import assign_full, known_values
 
@@ -73,10 +73,10 @@ def reduceat(uf: np.ufunc, array, indices, axis=0, dtype=None, out=None):
     """`uf.reduceat(array, indices, axis, dtype, out)` as a lazy `reduceat` op (module
     docstring); NumPy runs it (a counted fallback) for dtypes tracer does not hold."""
     out = _out(out)
-    a = lazy(array)
-    if a.dtype.kind in FOREIGN_KINDS or dtype is not None and np.dtype(dtype).kind in FOREIGN_KINDS:
+    if foreign_operand(array) or dtype is not None and np.dtype(dtype).kind in FOREIGN_KINDS:
         kw = {"axis": axis, "dtype": dtype} | ({"out": out} if out is not None else {})
-        return fallback_call(f"{uf.__name__}.reduceat", uf.reduceat, (a, indices), kw)
+        return fallback_call(f"{uf.__name__}.reduceat", uf.reduceat, (array, indices), kw)
+    a = lazy(array)
     if a.ndim == 0:
         uf.reduceat(np.zeros((), a.dtype), indices)  # NumPy's TypeError
     ax = _axis(uf, a, axis, dtype)

@@ -273,3 +273,11 @@ def test_split_form_only_where_it_pays_and_keeps_numpys_order():
     assert split_depth("add", f32, 10**6, 10**8, 10**6, sim=False) == 0  # many short ones
     assert split_depth("multiply", f32, 2, 10**8, 2, sim=False) == 0  # rounds in sequence
     assert split_depth("add", f32, 2, 10**8, 2, sim=True) == 0
+
+
+def test_data_tracer_does_not_hold_runs_numpy_counted():
+    a = numpy.array([1, 2, 3], object)
+    before = tracer.stats().fallbacks
+    with pytest.warns(UserWarning):
+        got = np.add.reduceat(a, [0, 2])
+    assert list(numpy.asarray(got)) == [3, 3] and tracer.stats().fallbacks == before + 1
