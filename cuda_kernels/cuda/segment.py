@@ -1,6 +1,11 @@
 """`ufunc.reduceat` (the library op `reduceat`) on the cuda backend: one kernel, a thread per
 (segment, outer position), that walks its segment in NumPy's order, so results are NumPy's to
-the bit.
+the bit. Where a few long segments would leave the device idle (`split_depth`), the split form
+cuts each segment's rest into 2**D pieces as numpy's pairwise recursion cuts it (a piece is a
+subtree; one that is a leaf above depth D is its subtree's first piece, the others empty), a
+thread sums each piece, and a second kernel combines them as the recursion does: float sums
+keep NumPy's bits; integer, logical and max/min reductions do not depend on the order (float
+products do, and keep the thread form).
 
 NumPy's reduceat (ufunc_object.c, PyUFunc_Reduceat) copies a segment's first element into the
 output, then runs the ufunc's loop in reduce mode over the rest of the segment; the thread does
@@ -25,7 +30,8 @@ loop rounds differently from the template in the last place.
 
 Known difference: NumPy's float maximum and minimum reduce contiguous runs with SIMD
 accumulators (their width is the CPU's), so where a segment's extreme is a zero of both signs,
-NumPy's sign depends on the CPU; the kernel keeps the sequential loop's. Which NaN a segment
+NumPy's sign depends on the CPU; the kernel keeps the sequential loop's (the split form: its
+tree's). Which NaN a segment
 holding NaNs gives (sign, payload) is the compiler's and the device's, as for every float op.
 """
 from __future__ import annotations
