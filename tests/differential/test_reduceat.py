@@ -281,3 +281,14 @@ def test_data_tracer_does_not_hold_runs_numpy_counted():
     with pytest.warns(UserWarning):
         got = np.add.reduceat(a, [0, 2])
     assert list(numpy.asarray(got)) == [3, 3] and tracer.stats().fallbacks == before + 1
+
+
+def test_numpys_own_ufunc_on_a_lazy_array_records_it(backend):
+    a = numpy.arange(12.0).reshape(3, 4)
+    before = tracer.stats().fallbacks
+    got = numpy.add.reduceat(np.asarray(a) * 1, [0, 2, 1], axis=1)  # __array_ufunc__
+    assert isinstance(got, tracer.ndarray) and tracer.stats().fallbacks == before
+    _same(got, numpy.add.reduceat(a, [0, 2, 1], axis=1))
+    out = np.zeros((3, 3))
+    assert numpy.maximum.reduceat(np.asarray(a), [0, 2, 1], axis=1, out=out) is out
+    _same(out, numpy.maximum.reduceat(a, [0, 2, 1], axis=1))
