@@ -62,8 +62,9 @@ def _out(out):
             raise ValueError("The 'out' tuple must have exactly one entry per ufunc output")
         out = out[0]
     if out is not None and not isinstance(out, (ndarray, np.ndarray)):
-        raise TypeError("output must be an array")
-    if isinstance(out, ndarray) and not out._view.writeable:
+        raise TypeError("return arrays must be of ArrayType")
+    if isinstance(out, ndarray) and not out._view.writeable or \
+            isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError("output array is read-only")
     return out
 
@@ -92,7 +93,9 @@ def reduceat(uf: np.ufunc, array, indices, axis=0, dtype=None, out=None):
         if out.shape != shape:  # NumPy's own message, raised before it computes anything
             uf.reduceat(_flat_zeros(a.shape, a.dtype), values if lazy_idx is None else
                         np.zeros(k, np.intp), axis=ax, dtype=dtype, out=_flat_zeros(out.shape, out.dtype))
-            raise ValueError(f"output operand of shape {out.shape} does not match {shape}")
+            # an out NumPy remaps (shape (k, 1) for (k,)): NumPy's answer
+            return fallback_call(f"{uf.__name__}.reduceat", uf.reduceat, (a, indices),
+                                 {"axis": axis, "dtype": dtype, "out": out})
         if dtype is None:
             loop = uf.resolve_dtypes((out.dtype, a.dtype, None), reduction=True,
                                      casting="unsafe")[2]

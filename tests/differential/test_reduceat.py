@@ -181,6 +181,10 @@ def _raises(fn, *args, **kw):
     lambda m, a: m.bitwise_and.reduceat(a, [0]),
     lambda m, a: m.add.reduceat(a[0], [0]),
     lambda m, a: m.add.reduceat(a, [0, 2], out=m.zeros(3)),
+    lambda m, a: m.add.reduceat(a, [0, 2], out=m.zeros((1, 2))),
+    lambda m, a: m.add.reduceat(a, [0, 2], out=[1, 2]),
+    lambda m, a: m.add.reduceat(a, [0, 2], out=(m.zeros(2), m.zeros(2))),
+    lambda m, a: m.add.reduceat(a, [0, 2], out=numpy.broadcast_to(0.0, (2,))),  # read-only
 ])
 def test_errors_are_numpys_at_the_users_line(backend, call):
     a = numpy.arange(6.0)
@@ -292,3 +296,13 @@ def test_numpys_own_ufunc_on_a_lazy_array_records_it(backend):
     out = np.zeros((3, 3))
     assert numpy.maximum.reduceat(np.asarray(a), [0, 2, 1], axis=1, out=out) is out
     _same(out, numpy.maximum.reduceat(a, [0, 2, 1], axis=1))
+
+
+def test_an_out_numpy_remaps_gets_numpys_answer(backend):
+    """NumPy takes out of shape (k, 1) for a result of shape (k,): its answer, counted."""
+    a, out = numpy.arange(5.0), np.zeros((2, 1))
+    before = tracer.stats().fallbacks
+    with pytest.warns(UserWarning):
+        np.add.reduceat(np.asarray(a), [0, 2], out=out)
+    _same(out, numpy.add.reduceat(a, [0, 2], out=numpy.zeros((2, 1))))
+    assert tracer.stats().fallbacks == before + 1
