@@ -298,11 +298,11 @@ def test_numpys_own_ufunc_on_a_lazy_array_records_it(backend):
     _same(out, numpy.maximum.reduceat(a, [0, 2, 1], axis=1))
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (the fallback's, once a line)
 def test_an_out_numpy_remaps_gets_numpys_answer(backend):
     """NumPy takes out of shape (k, 1) for a result of shape (k,): its answer, counted."""
     a, out = numpy.arange(5.0), np.zeros((2, 1))
     before = tracer.stats().fallbacks
-    with pytest.warns(UserWarning):
-        np.add.reduceat(np.asarray(a), [0, 2], out=out)
+    np.add.reduceat(np.asarray(a), [0, 2], out=out)
     _same(out, numpy.add.reduceat(a, [0, 2], out=numpy.zeros((2, 1))))
     assert tracer.stats().fallbacks == before + 1
