@@ -16,9 +16,9 @@ ufuncs combine in sequence. Values are cast to the loop's dtype and combined by 
 kernel template (the emitter's, so integer wrap-around and float-to-int casts are NumPy's).
 
 The array is read as (P, N, Q): the axes before the reduced one, the reduced axis, the axes
-after; the output is (P, K, Q) for K indices. The same kernel checks every index once: one out
-of [0, N) writes the launch's error record (the backend's flag slot; the next host wait raises
-NumPy's IndexError, naming one bad index, not necessarily the first); its segments are left
+after; the output is (P, K, Q) for K indices. The same kernel's first block checks every index
+and writes the first out of [0, N) into the launch's error record (the backend's flag slot; the
+next host wait raises NumPy's IndexError for it); segments starting at a bad index are left
 unwritten, as the run fails.
 
 Runs on the host instead (returns None): dtypes without device kernels (complex, float16, ...),
@@ -121,11 +121,19 @@ def gen_segment(arg: str, name: str) -> str:
              f"    sn = cuda.local.array({STACK}, numba.int64)",
              f"    sph = cuda.local.array({STACK}, numba.int8)",
              f"    sv = cuda.local.array({STACK}, {NB_TYPES[loop.name]})"] if pairwise else []
-    check = ["    g = cuda.grid(1)", "    gs = cuda.gridsize(1)",
-             "    for k in range(g, K, gs):", "        w = idx[k]",
-             "        if w < 0 or w >= N:",
-             "            if cuda.atomic.cas(err, 0, 0, 1) == 0:",
-             "                err[1] = w", "                err[2] = 0"]
+    # block 0 finds the first index out of [0, N), as NumPy names it, and records it
+    check = ["    first = cuda.shared.array(1, numba.int64)",
+             "    if cuda.blockIdx.x == 0:",
+             "        if cuda.threadIdx.x == 0:", "            first[0] = K",
+             "        cuda.syncthreads()",
+             "        for k in range(cuda.threadIdx.x, K, cuda.blockDim.x):",
+             "            w = idx[k]",
+             "            if w < 0 or w >= N:",
+             "                cuda.atomic.min(first, 0, k)", "                break",
+             "        cuda.syncthreads()",
+             "        if cuda.threadIdx.x == 0 and first[0] < K:",
+             "            err[0] = 1", "            err[1] = idx[first[0]]", "            err[2] = 0",
+             "    g = cuda.grid(1)", "    gs = cuda.gridsize(1)"]
     st, first = value("s", "        ")
     start = st + [f"        a = {t}({first})"]
 
@@ -268,12 +276,12 @@ def device_reduceat(be, n: Node, args: list):
     d = split_depth(ufunc, loop, work, N, K, CONFIG.cuda_sim) if work else 0
     if not d:
         fn = be.library_kernel("segment", arg)
-        be.lib_launch(fn, be._blocks(max(work, K), _tpb()), _tpb(), be.flatten(out),
+        be.lib_launch(fn, be._blocks(max(work, 1), _tpb()), _tpb(), be.flatten(out),
                       be.flatten(x), idx, err, P, N, Q, K)
         return out
     pv, pc = be.empty((work << d,), loop), be.empty((work << d,), np.int64)
     part, fin = be.library_kernel("segment", arg, "_part"), be.library_kernel("segment", arg, "_comb")
-    be.lib_launch(part, be._blocks(max(work << d, K), _tpb()), _tpb(), pv, pc, be.flatten(x),
+    be.lib_launch(part, be._blocks(work << d, _tpb()), _tpb(), pv, pc, be.flatten(x),
                   idx, err, P, N, Q, K, d)
     be.lib_launch(fin, be._blocks(work, _tpb()), _tpb(), be.flatten(out), pv, pc, be.flatten(x),
                   idx, P, N, Q, K, d)
