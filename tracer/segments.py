@@ -72,9 +72,11 @@ def _out(out):
 @traced
 def reduceat(uf: np.ufunc, array, indices, axis=0, dtype=None, out=None):
     """`uf.reduceat(array, indices, axis, dtype, out)` as a lazy `reduceat` op (module
-    docstring); NumPy runs it (a counted fallback) for dtypes tracer does not hold."""
+    docstring); NumPy runs it (a counted fallback) for dtypes tracer does not hold and for
+    ufuncs from outside NumPy."""
     out = _out(out)
-    if foreign_operand(array) or dtype is not None and np.dtype(dtype).kind in FOREIGN_KINDS:
+    if foreign_operand(array) or dtype is not None and np.dtype(dtype).kind in FOREIGN_KINDS or \
+            getattr(np, uf.__name__, None) is not uf:  # (the op names NumPy's ufuncs)
         kw = {"axis": axis, "dtype": dtype} | ({"out": out} if out is not None else {})
         return fallback_call(f"{uf.__name__}.reduceat", uf.reduceat, (array, indices), kw)
     a = lazy(array)

@@ -311,3 +311,11 @@ def test_an_out_numpy_remaps_gets_numpys_answer(backend):
     np.add.reduceat(np.asarray(a), [0, 2], out=out)
     _same(out, numpy.add.reduceat(a, [0, 2], out=numpy.zeros((2, 1))))
     assert tracer.stats().fallbacks == before + 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (the fallback's)
+def test_a_ufunc_from_outside_numpy_runs_numpy_counted():
+    add = numpy.frompyfunc(lambda a, b: a + b, 2, 1)  # (its loop holds Python objects)
+    before = tracer.stats().fallbacks
+    got = add.reduceat(np.asarray(numpy.arange(1.0, 6.0)), [0, 2])
+    assert list(numpy.asarray(got)) == [3.0, 12.0] and tracer.stats().fallbacks == before + 1
