@@ -36,8 +36,14 @@ def _flat_zeros(shape, dtype) -> np.ndarray:
 
 def _axis(uf: np.ufunc, a: ndarray, axis, dtype) -> int:
     """axis as an index of a's axes; NumPy's errors (a scalar, several axes, out of range)."""
-    probe = np.zeros((1,) * a.ndim, a.dtype)
-    uf.reduceat(probe, np.zeros(0, np.intp), axis=axis, dtype=dtype)
+    try:
+        uf.reduceat(np.zeros((1,) * a.ndim, a.dtype), np.zeros(0, np.intp), axis=axis,
+                    dtype=dtype)
+    except TypeError as e:  # no loop for a's dtype (out's may have one): the axis on one
+        try:
+            uf.reduceat(np.zeros((1,) * a.ndim, np.int64), np.zeros(0, np.intp), axis=axis)
+        except TypeError:
+            raise e from None
     if axis is None:
         return 0
     if isinstance(axis, tuple):
@@ -86,21 +92,27 @@ def reduceat(uf: np.ufunc, array, indices, axis=0, dtype=None, out=None):
     n = a.shape[ax]
     values, lazy_idx = _index_probe(indices)
     probe = _flat_zeros((n, 0), a.dtype)
-    res = uf.reduceat(probe, values, axis=0, dtype=dtype)  # dtypes, indices and their bounds
-    k = res.shape[0]
+    res = None
+    try:
+        res = uf.reduceat(probe, values, axis=0, dtype=dtype)  # dtypes, indices, their bounds
+    except TypeError:  # no loop for the array's dtype: out's may have one (bool subtract)
+        if out is None:
+            raise
+    k = res.shape[0] if res is not None else len(np.asarray(values))
     shape = a.shape[:ax] + (k,) + a.shape[ax + 1:]
-    loop = res.dtype
     if out is not None:
         uf.reduceat(probe, values, axis=0, dtype=dtype, out=np.empty((k, 0), out.dtype))
         if out.shape != shape:  # NumPy's own message, raised before it computes anything
-            uf.reduceat(_flat_zeros(a.shape, a.dtype), values if lazy_idx is None else
-                        np.zeros(k, np.intp), axis=ax, dtype=dtype, out=_flat_zeros(out.shape, out.dtype))
+            uf.reduceat(_flat_zeros(a.shape, a.dtype),
+                        values if lazy_idx is None else np.zeros(k, np.intp), axis=ax,
+                        dtype=dtype, out=_flat_zeros(out.shape, out.dtype))
             # an out NumPy remaps (shape (k, 1) for (k,)): NumPy's answer
             return fallback_call(f"{uf.__name__}.reduceat", uf.reduceat, (a, indices),
                                  {"axis": axis, "dtype": dtype, "out": out})
-        if dtype is None:
-            loop = uf.resolve_dtypes((out.dtype, a.dtype, None), reduction=True,
-                                     casting="unsafe")[2]
+    if res is not None and (out is None or dtype is not None):
+        loop = res.dtype
+    else:  # NumPy's loop from out's dtype and the array's, cast unsafely into out
+        loop = uf.resolve_dtypes((out.dtype, a.dtype, None), reduction=True, casting="unsafe")[2]
     idx = G.cast(lazy_idx._node, np.intp) if lazy_idx is not None else \
         G.leaf(np.array(values, dtype=np.intp).reshape(k))
     node = G._typed("reduceat", (a._node, idx),

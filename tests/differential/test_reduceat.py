@@ -160,6 +160,23 @@ def test_out_computes_in_numpys_loop_and_casts(backend, a_dt, out_dt):
     _same(host, want)
 
 
+@pytest.mark.parametrize("uf, a_dt, out_dt, dt", [("subtract", numpy.bool_, numpy.int32, None),
+                                                   ("maximum", numpy.float64, numpy.int8, None),
+                                                   ("add", numpy.int8, numpy.float32, numpy.int8),
+                                                   ("bitwise_xor", numpy.float64, numpy.int64,
+                                                    numpy.int64)])
+def test_out_and_dtype_pick_numpys_loop(backend, uf, a_dt, out_dt, dt):
+    """A loop only out's dtype has (bool subtract into int32), casts into out, dtype= with out."""
+    a = (numpy.linspace(-3.7, 300.3, 41) * 1.01).astype(a_dt)
+    idx = [0, 10, 4, 40]
+    want = numpy.full(4, 9, out_dt)
+    with numpy.errstate(all="ignore"):
+        getattr(numpy, uf).reduceat(a, idx, out=want, dtype=dt)
+    out = np.asarray(numpy.full(4, 9, out_dt))
+    getattr(np, uf).reduceat(np.asarray(a), idx, out=out, dtype=dt)
+    _same(out, want)
+
+
 def _raises(fn, *args, **kw):
     """The exception NumPy raises for fn (a numpy ufunc's reduceat) on host operands."""
     try:
