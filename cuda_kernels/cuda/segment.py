@@ -132,7 +132,8 @@ def gen_segment(arg: str, name: str) -> str:
              "                cuda.atomic.min(first, 0, k)", "                break",
              "        cuda.syncthreads()",
              "        if cuda.threadIdx.x == 0 and first[0] < K:",
-             "            err[0] = 1", "            err[1] = idx[first[0]]", "            err[2] = 0",
+             "            err[0] = 1", "            err[1] = idx[first[0]]",
+             "            err[2] = 0",
              "    g = cuda.grid(1)", "    gs = cuda.gridsize(1)"]
     st, first = value("s", "        ")
     start = st + [f"        a = {t}({first})"]
@@ -280,7 +281,8 @@ def device_reduceat(be, n: Node, args: list):
                       be.flatten(x), idx, err, P, N, Q, K)
         return out
     pv, pc = be.empty((work << d,), loop), be.empty((work << d,), np.int64)
-    part, fin = be.library_kernel("segment", arg, "_part"), be.library_kernel("segment", arg, "_comb")
+    part = be.library_kernel("segment", arg, "_part")
+    fin = be.library_kernel("segment", arg, "_comb")
     be.lib_launch(part, be._blocks(work << d, _tpb()), _tpb(), pv, pc, be.flatten(x),
                   idx, err, P, N, Q, K, d)
     be.lib_launch(fin, be._blocks(work, _tpb()), _tpb(), be.flatten(out), pv, pc, be.flatten(x),

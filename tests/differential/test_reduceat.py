@@ -122,7 +122,8 @@ def test_lazy_operands_and_indices(backend):
     _same(np.maximum.reduceat(t, li, axis=1), numpy.maximum.reduceat(a * 2, idx, axis=1))
     _same(np.add.reduceat(t, np.asarray(idx.astype(numpy.int8)) * 1, axis=1),
           numpy.add.reduceat(a * 2, idx, axis=1))
-    _same(np.add.reduceat(t[:, ::2], [0, 2], axis=1), numpy.add.reduceat((a * 2)[:, ::2], [0, 2], axis=1))
+    _same(np.add.reduceat(t[:, ::2], [0, 2], axis=1),
+          numpy.add.reduceat((a * 2)[:, ::2], [0, 2], axis=1))
 
 
 @pytest.mark.parametrize("case", [
@@ -143,7 +144,8 @@ def test_dtypes_and_edge_shapes(backend, case):
     _same(np.add.reduceat(np.asarray(case["a"]), case["idx"], **case["kw"]), want)
 
 
-@pytest.mark.parametrize("a_dt, out_dt", [(numpy.float64, numpy.float32), (numpy.float32, numpy.float64),
+@pytest.mark.parametrize("a_dt, out_dt", [(numpy.float64, numpy.float32),
+                                          (numpy.float32, numpy.float64),
                                           (numpy.float64, numpy.int64), (numpy.int64, numpy.int8),
                                           (numpy.int8, numpy.int8), (numpy.bool_, numpy.bool_)])
 def test_out_computes_in_numpys_loop_and_casts(backend, a_dt, out_dt):
