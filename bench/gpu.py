@@ -132,6 +132,10 @@ def sort(m, x):
     return m.sort(x)
 
 
+def segment_sums(m, x, idx):
+    return m.add.reduceat(x, idx)
+
+
 ROW_STEP = 4
 
 
@@ -166,6 +170,16 @@ def _w3_flops(ins):
 def _add_at_inputs(rng, tiny):
     n = 2000 if tiny else 10_000_000
     return [rng.integers(0, n // 100, n), rng.standard_normal(n)]
+
+
+def _segments(k: int) -> Callable:
+    """(rng, tiny) -> 2e7 f32 values and k segment starts (the thread form, one thread a
+    segment, for many; the split form, pieces of numpy's pairwise recursion, for few)."""
+    def make(rng, tiny):
+        n = 1000 if tiny else 20_000_000
+        starts = numpy.sort(rng.choice(n, min(k, n // 10) - 1, replace=False))
+        return [_f32(rng, (n,))[0], numpy.concatenate([[0], starts]).astype(numpy.int64)]
+    return make
 
 
 CASES = [
@@ -204,6 +218,9 @@ CASES = [
     Case("cumsum, 2e7 f64", cumsum,
          lambda r, t: [r.standard_normal(500 if t else 20_000_000)], 1e-9, _nbytes),
     Case("sort, 1e7 f32", sort, lambda r, t: _f32(r, (500,) if t else (10_000_000,)), 0.0, _nbytes),
+    Case("add.reduceat, 1e5 segments of 2e7 f32", segment_sums, _segments(100_000), 1e-5,
+         _nbytes),
+    Case("add.reduceat, 2 segments of 2e7 f32", segment_sums, _segments(2), 1e-5, _nbytes),
     Case("budgeted naive min-distance, N=M=40000, D=64, 1 GiB", min_dist,
          lambda r, t: _f32(r, *[(2, 64), (2, 64)] if t else [(40_000, 64), (40_000, 64)]), 1e-5,
          flops=_w3_flops, ref=min_dist_blocked, budget="1 GiB", check_rows=256),

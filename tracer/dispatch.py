@@ -29,6 +29,7 @@ from .ufuncs import call_ufunc as _call_ufunc
 from .fallback import (FOREIGN_KINDS as _FOREIGN_KINDS, fallback_call as _fallback_call,
                        foreign as _foreign, foreign_operand as _foreign_operand)
 from .gather import ufunc_at_or_numpy as _ufunc_at
+from .segments import reduceat as _reduceat
 
 
 class _NdarrayType(type):
@@ -77,8 +78,8 @@ class ndarray(_np.ndarray, metaclass=_NdarrayType):
 
 
 class ufunc:
-    """A NumPy ufunc that records lazily (calls, reduce, at); other methods (outer, ...) fall
-    back to NumPy."""
+    """A NumPy ufunc that records lazily (calls, reduce, reduceat, at); other methods (outer,
+    ...) fall back to NumPy."""
 
     def __init__(self, uf: _np.ufunc):
         self._uf = uf
@@ -97,6 +98,9 @@ class ufunc:
     def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_np._NoValue,
                where=True):
         return _R.reduce(self._uf, array, axis, dtype, out, keepdims, initial, where)
+
+    def reduceat(self, array, indices, axis=0, dtype=None, out=None):
+        return _reduceat(self._uf, array, indices, axis, dtype, out)
 
     def at(self, a, indices, b=None):
         """NumPy's unbuffered in-place `ufunc.at`: duplicate indices accumulate. Lazy (a

@@ -12,6 +12,7 @@ from .array import lazy, ndarray, stands_for_scalar
 from .creation import zeros_like
 from .manipulation import squeeze, swapaxes
 from .products import dot, matmul
+from .segments import reduceat
 from .selection import clip, nonzero
 from .recording import proxy, traced
 from .view import laid_out
@@ -136,6 +137,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return call_ufunc(ufunc, inputs, kwargs)
     if method == "reduce" and ufunc in R._REDUCE_OP:
         return R.reduce(ufunc, *inputs, **kwargs)
+    if method == "reduceat":
+        return reduceat(ufunc, *inputs, **kwargs)
     return fallback_call(f"{ufunc.__name__}.{method}", getattr(ufunc, method), inputs, kwargs)
 
 
