@@ -70,6 +70,19 @@ def _finish(res: ndarray, out):
     return out
 
 
+def _loop_with_out(dt: np.dtype, out) -> np.dtype | None:
+    """The loop NumPy reduces in when `out` is given without dtype=: it dispatches on out's
+    dtype and the array's (their promotion; a float32 sum into a float64 out adds in float64),
+    not on the array's alone."""
+    od = getattr(out[0] if isinstance(out, tuple) else out, "dtype", None)
+    if od is None:
+        return None
+    try:
+        return np.promote_types(od, dt)
+    except TypeError:
+        return None
+
+
 _RESULT_DTYPES: dict[tuple, np.dtype] = {}  # (ufunc, input dtype) -> the reduction's dtype
 
 
@@ -130,6 +143,8 @@ def reduce(ufunc, a, axis=None, dtype=None, out=None, keepdims=False, initial=np
             empty = ufunc.reduce(np.empty(x.shape, x.dtype), axis=axes, dtype=dtype,
                                  keepdims=keepdims, initial=initial)
         return _finish(ndarray._from_node(G.leaf(np.asarray(empty))), out)
+    if dtype is None and out is not None and OPS[op].accumulate != ACC_LOGICAL:
+        dtype = _loop_with_out(x.dtype, out)
     res_dt = _result_dtype(ufunc, x, axes, dtype)
     target = np.bool_ if OPS[op].accumulate == ACC_LOGICAL else res_dt
     if x.op == "const":
@@ -212,18 +227,30 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
             dtype = np.dtype("f8")
         elif a.dtype == np.float16:
             dtype, is_f16 = np.dtype("f4"), True
-    ret = sum(a, axis, dtype, None, keepdims, where=where)
+    if dtype is None and out is not None:
+        dtype = _loop_with_out(a.dtype, out)
+    return _finish(_divided(sum(a, axis, dtype, None, keepdims, where=where), rcount, out,
+                            np.float16 if is_f16 and out is None else None), out)
+
+
+def _divided(ret: ndarray, count: int, out, cast=None) -> ndarray:
+    """ret / count as NumPy's _methods divide a sum: in the sum's dtype, or where the sum went
+    into `out` (in out's loop, ret then is out's dtype), in out's place and dtype."""
+    if out is not None:
+        ret = ndarray._from_node(G.cast(ret._node, _out_array(out).dtype))
     with np.errstate(all="ignore"):
-        q = apply_ufunc(np.true_divide, (ret, rcount))
-        node = G.cast(q._node, ret.dtype)
-    if is_f16:
-        node = G.cast(node, np.float16)
-    return _finish(ndarray._from_node(node), out)
+        node = G.cast(apply_ufunc(np.true_divide, (ret, count))._node, ret.dtype)
+    return ndarray._from_node(node if cast is None else G.cast(node, cast))
+
+
+def _out_array(out):
+    return out[0] if isinstance(out, tuple) else out
 
 
 @traced
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
-        correction=np._NoValue):
+        correction=np._NoValue, _out=None):
+    """(`_out`: std's out, whose dtype the sum and the division follow, std writes it)"""
     if correction is not np._NoValue:
         ddof = correction
     a = lazy(a)
@@ -246,16 +273,17 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         x = ndarray._from_node(G.cast(x._node, np.dtype(x.dtype.char.lower()).type(0).real.dtype))
     else:
         x = apply_ufunc(np.multiply, (x, x))
+    into = out if out is not None else _out
+    if dtype is None and into is not None:
+        dtype = _loop_with_out(x.dtype, into)
     ret = sum(x, axis, dtype, None, keepdims, where=where)
-    denom = builtins_max(rcount - ddof, 0)
-    with np.errstate(all="ignore"):
-        node = G.cast(apply_ufunc(np.true_divide, (ret, denom))._node, ret.dtype)
-    return _finish(ndarray._from_node(node), out)
+    return _finish(_divided(ret, builtins_max(rcount - ddof, 0), into), out)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=np._NoValue):
-    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
+    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction,
+            _out=out)
     return _finish(apply_ufunc(np.sqrt, (v,)), out)
 
 

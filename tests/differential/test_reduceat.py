@@ -85,6 +85,7 @@ def test_reduceat_matches_numpy(backend, uf, dt):
     rng = numpy.random.default_rng(UFUNCS.index(uf) * 10 + DTYPES.index(dt))
     shape = (3, 4, 11) if backend == "cpu" else (2, 3, 9)
     a = _values(rng, shape, dt)
+    fallbacks = tracer.stats().fallbacks
     for axis in (0, 1, -1):
         idx = _indices(rng, a.shape[axis])
         with numpy.errstate(all="ignore"):  # (inf * 0)
@@ -92,7 +93,7 @@ def test_reduceat_matches_numpy(backend, uf, dt):
         with Delta() as d:
             _same(getattr(np, uf).reduceat(np.asarray(a), idx, axis=axis), want,
                   uf not in ("maximum", "minimum"))
-        assert tracer.stats().fallbacks == 0
+        assert tracer.stats().fallbacks == fallbacks
         if backend == "cuda":  # one kernel, or NumPy's loop on the host (float fmax: -0.0)
             assert d.kernels_launched == (0 if uf == "fmax" and a.dtype.kind == "f" else 1)
 
@@ -244,10 +245,11 @@ def test_lazy_index_out_of_bounds_raises_when_it_runs(backend, shape, idx):
 def test_what_has_no_kernel_is_numpys_loop(backend, uf, a):
     """NumPy's own loop (on cuda through the host) where the kernel cannot give its bits."""
     a = numpy.array(a, numpy.complex128 if uf == "add" else numpy.float32)
+    fallbacks = tracer.stats().fallbacks
     with Delta() as d:
         _same(getattr(np, uf).reduceat(np.asarray(a), [0, 3, 1]),
               getattr(numpy, uf).reduceat(a, [0, 3, 1]))
-    assert d.kernels_launched == 0 and tracer.stats().fallbacks == 0
+    assert d.kernels_launched == 0 and tracer.stats().fallbacks == fallbacks
 
 
 @pytest.mark.nvrtc
