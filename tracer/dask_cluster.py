@@ -24,6 +24,7 @@ import weakref
 import numpy as np
 
 from tracer.cuda_kernels.layout import over_one_element
+from tracer.ir.catalogue import unit_reshape
 from tracer.ir.node import Buffer, Node, make, toposort
 from tracer.opt import splitter
 from tracer.opt.rewrite import rebuild, with_inputs
@@ -255,7 +256,8 @@ def views_as_leaves(roots: list[Node]) -> list[Node]:
     keep = {id(r) for r in roots}
 
     def leaf(n: Node, ins: tuple) -> Node:
-        if n.op in _VIEWS and ins[0].op == "input" and _remote(ins[0].attr("buf")):
+        if n.op in _VIEWS and ins[0].op == "input" and _remote(ins[0].attr("buf")) and \
+                (id(n) in keep or not _index_remap(n)):
             step, attr = _VIEWS[n.op]
             v = _stand_in_view(ins[0].attr("buf").value, step, n.attr(attr))
             if v is not None and id(n) not in keep:
@@ -266,6 +268,14 @@ def views_as_leaves(roots: list[Node]) -> list[Node]:
         return with_inputs(n, ins)
 
     return rebuild(roots, leaf)
+
+
+def _index_remap(n: Node) -> bool:
+    """A broadcast or a reshape that only inserts or drops unit axes: the splitter follows
+    the rows through it, and the optimizer's rewrites must see it (the min-distance's
+    x[:, None, :] - y[None] is its GEMM form only while both reshapes are in the graph)."""
+    return n.op == "broadcast_to" or \
+        (n.op == "reshape" and unit_reshape(n.inputs[0].shape, n.shape))
 
 
 # the view ops of one input: their lazy view steps and attributes

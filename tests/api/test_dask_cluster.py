@@ -470,3 +470,20 @@ def test_a_view_of_a_value_of_the_cluster_reads_and_splits_along_its_rows():
                        (numpy.moveaxis(x.reshape(40000, 2, 4), 0, 2), [2]),
                        (numpy.broadcast_to(x[:1], (5, 8)), [1]), (x[5], [0])):
         assert _row_axes(view) == axes, view.shape
+
+
+def test_distances_of_values_drawn_on_the_cluster_keep_their_gemm_form(client):
+    """x[:, None, :] and y[None] of values held on the cluster stay reshapes in the graph (not
+    leaves of their own), so the optimizer still sees the min-distance's GEMM form: a few
+    chunk tasks of |x|^2 + |y|^2 - 2 x.y, not hundreds of the N x M x D difference."""
+    import distributed
+    with tracer.cluster(client, budget="1 MiB", remote_bytes=0) as cl, \
+            distributed.get_task_stream(client) as ts:
+        cl.worker_budget = cl.worker_budget._replace(limit=8 << 20, split_size=2 << 20)
+        rng = np.random.default_rng(0)
+        x, y = rng.standard_normal((3000, 16)), rng.standard_normal((2000, 16))
+        got = numpy.asarray(_dist(np, x, y).min(1))
+        hx, hy = numpy.asarray(x), numpy.asarray(y)
+    numpy.testing.assert_allclose(got, _dist(numpy, hx, hy).min(1), rtol=1e-9, atol=1e-9)
+    kernels = {t["key"].rsplit("_", 1)[0] for t in ts.data if t["key"].startswith("tracer-")}
+    assert kernels and not any("sub" in k for k in kernels), kernels
