@@ -252,25 +252,3 @@ def test_strided_specialization_has_its_own_disk_cache_key(tmp_path, monkeypatch
     def key(sig):
         return disp._cache.key(sig, (9, 0), disp.targetoptions)[1][0]
     assert key((c2, a2)) != key((c2, c2)) and key((c2, a2)) == key((c2, a2))
-
-
-def test_row_writes_are_one_launch_each_and_copy_nothing():
-    """64 row writes into a device buffer (issue 21's structure target: 64 launches or fewer,
-    no buffer copy): each row's kernel writes into its row; horizontal fusion leaves such
-    kernels apart (merged, they wrote temporaries that 64 more launches copied)."""
-    import threading
-
-    from tracer import store
-    store._RECORDERS.intersection_update({threading.get_ident()})  # (see test_stream)
-    h = _rand((64, 8))
-    src = _device(h)
-    x = tracer.evaluate(np.zeros((64, 8), np.float32) + 0)
-    with Delta() as run:
-        for i in range(64):
-            x[i] = src[i] * 2
-        plan = tracer.explain(x)
-        tracer.evaluate(x)
-    assert run.kernels_launched == 64 and run.h2d_copies == 0
-    assert plan.bytes_copied == 0 and plan.peak_bytes == 0
-    assert all(w.attr("into") for w in _writes(plan))
-    numpy.testing.assert_array_equal(numpy.asarray(x), h * 2)
