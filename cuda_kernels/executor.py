@@ -299,11 +299,7 @@ def run(program: Program, bind: dict[int, Buffer] | None = None,
         elif what == _SAME:
             vals[nid] = vals[ins[0]]
         elif what == _VIEW:
-            t0 = time.perf_counter()
-            args = list(map(get, ins))
-            v = be.strided_view(n, args)
-            vals[nid] = be.run_node(n, args) if v is None else v
-            STATS.run_s += time.perf_counter() - t0
+            vals[nid] = _view(be, n, list(map(get, ins)))
         elif what == _CONST:
             vals[nid] = a
         elif what == _FILL:
@@ -408,12 +404,7 @@ def _run(program: Program, be, steps: list, bind: dict, meter: PeakMeter | None
             elif what == _SAME:
                 vals[nid] = vals[ins[0]]
             elif what == _VIEW:
-                t0 = time.perf_counter()
-                args = [vals[i] for i in ins]
-                v = be.strided_view(n, args)
-                vals[nid] = be.run_node(n, args) if v is None else v
-                del args
-                STATS.run_s += time.perf_counter() - t0
+                vals[nid] = _view(be, n, [vals[i] for i in ins])
             else:
                 if b:
                     STATS.interpreted_nodes += 1
@@ -487,6 +478,17 @@ def _fresh_outputs(got, params: list):
         taken.update(id(s) for s in mine)
         outs.append(v)
     return outs if many else outs[0]
+
+
+def _view(be, n: Node, args: list):
+    """A view kernels read in place (Program.strided): the backend's strided view of its
+    operand, or its own run where the backend declines (a layout it cannot view)."""
+    t0 = time.perf_counter()
+    v = be.strided_view(n, args)
+    if v is None:
+        v = be.run_node(n, args)
+    STATS.run_s += time.perf_counter() - t0
+    return v
 
 
 def _fill_into(be, n: Node, vals: dict, ins: tuple, value, slices):

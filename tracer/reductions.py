@@ -74,7 +74,7 @@ def _loop_with_out(dt: np.dtype, out) -> np.dtype | None:
     """The loop NumPy reduces in when `out` is given without dtype=: it dispatches on out's
     dtype and the array's (their promotion; a float32 sum into a float64 out adds in float64),
     not on the array's alone."""
-    od = getattr(out[0] if isinstance(out, tuple) else out, "dtype", None)
+    od = getattr(_out_array(out), "dtype", None)
     if od is None:
         return None
     try:
@@ -249,45 +249,45 @@ def _out_array(out):
 
 @traced
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
-        correction=np._NoValue, _out=None):
-    """(`_out`: std's out, whose dtype the sum and the division follow, std writes it)"""
+        correction=np._NoValue):
+    return _finish(_variance(a, axis, dtype, out, ddof, keepdims, where, mean, correction), out)
+
+
+@traced
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
+    v = _variance(a, axis, dtype, out, ddof, keepdims, where, mean, correction)
+    return _finish(apply_ufunc(np.sqrt, (v,)), out)
+
+
+def _variance(a, axis, dtype, out, ddof, keepdims, where, mean, correction) -> ndarray:
+    """var's value as NumPy's _methods._var computes it; where `out` is given, its last sum and
+    the division follow out's dtype (var and std then write it into out)."""
     if correction is not np._NoValue:
         ddof = correction
     a = lazy(a)
     axes = _axes(axis, a.ndim)
     rcount = _count(a.shape, axes)
     if ddof >= rcount:
-        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
     if dtype is None and a.dtype.kind in "iub":
         dtype = np.dtype("f8")
     if mean is not None:  # NumPy's shortcut: the caller's mean, shaped as with keepdims
         arrmean = lazy(mean)
     else:
-        arrmean = sum(a, axis, dtype, None, True, where=where)
-        with np.errstate(all="ignore"):
-            arrmean = ndarray._from_node(G.cast(
-                apply_ufunc(np.true_divide, (arrmean, rcount))._node, arrmean.dtype))
+        arrmean = _divided(sum(a, axis, dtype, None, True, where=where), rcount, None)
     x = apply_ufunc(np.subtract, (a, arrmean))
     if x.dtype.kind == "c":
         x = apply_ufunc(np.multiply, (x, apply_ufunc(np.conjugate, (x,))))
         x = ndarray._from_node(G.cast(x._node, np.dtype(x.dtype.char.lower()).type(0).real.dtype))
     else:
         x = apply_ufunc(np.multiply, (x, x))
-    into = out if out is not None else _out
-    if dtype is None and into is not None:
-        dtype = _loop_with_out(x.dtype, into)
+    if dtype is None and out is not None:
+        dtype = _loop_with_out(x.dtype, out)
     ret = sum(x, axis, dtype, None, keepdims, where=where)
-    return _finish(_divided(ret, builtins_max(rcount - ddof, 0), into), out)
+    return _divided(ret, builtins_max(rcount - ddof, 0), out)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
-        correction=np._NoValue):
-    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction,
-            _out=out)
-    return _finish(apply_ufunc(np.sqrt, (v,)), out)
-
-
-@traced
 def _arg(kind: str, a, axis=None, out=None, *, keepdims=False):
     a = lazy(a)
     if a.ndim == 0:  # NumPy's argmax of a 0-d array is that of its one-element ravel

@@ -85,7 +85,7 @@ from tracer.ir.interp import eval_node
 from tracer.ir.stats import STATS
 from ..base import ERROR_HOOKS, Backend, Gen
 from ..compiler import import_module, write_module
-from ..emit import gathers_of, key_hash, type_aliases
+from ..emit import key_hash, type_aliases
 from . import libs, occupancy
 from .codegen import (HEADER, NB_TYPES, WIDE, CudaEmitter, _tpb, gen_horizontal, gen_loop,
                       gen_matmul, gen_row, gen_strided_copy, index_bits)
@@ -402,15 +402,6 @@ class CudaBackend(Launcher, Views, Backend):
                             for r in refs:
                                 if r() is not None:
                                     self._poisoned[id(r())] = (r, exc)
-
-    def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
-        """Launcher.launch, with an error record (a flag slot) per gather fused in the body
-        after the params: emit.Emitter's order."""
-        gs = gathers_of(body) if body is not None else ()  # (tests launch without a body)
-        if gs:
-            params = [*params, *(self.flag_slot(g, [g.inputs[0].shape[a] for a in g.attr("axes")])
-                                 for g in gs)]
-        Launcher.launch(self, kernel, body, outs, params, consts)
 
     def lib_launch(self, fn, grid, block, *args) -> None:
         """Enqueue a library kernel (copy, matmul, index) on the stream."""

@@ -14,6 +14,7 @@ from tracer.ir.config import CONFIG
 from tracer.ir.node import Node
 from tracer.ir.stats import STATS
 from ..base import record_launch
+from ..emit import gathers_of
 from ..planning import find_reduce, is_arg, row_plan
 from . import graphs
 from .codegen import WIDE, _tpb, index_bits
@@ -93,7 +94,11 @@ class Launcher:
             before > STATS.cache_hits_disk - hits
 
     def launch(self, kernel, body: Node, outs: list, params: list, consts: list) -> None:
-        params = [p.reshape(1) if p.ndim == 0 else p for p in params]
+        """Launch a fusion kernel; an error record (a flag slot) per gather fused in the body
+        follows the params (emit.Emitter's order)."""
+        gs = gathers_of(body) if body is not None else ()  # (tests launch without a body)
+        params = [p.reshape(1) if p.ndim == 0 else p for p in params] + \
+            [self.flag_slot(g, [g.inputs[0].shape[a] for a in g.attr("axes")]) for g in gs]
         targets = [o.reshape(1) if o.ndim == 0 else o for o in outs]
         out = outs[0]
         fn = kernel.fn
