@@ -44,6 +44,7 @@ from tracer.ir.config import CONFIG
 from tracer.ir.node import Node, make
 from tracer.ir.registry import OPS, Kind
 from ..emit import tname
+from ..planning import PAIRWISE_LEAF
 from .codegen import NB_TYPES, CudaEmitter, _tpb
 
 STACK = 64  # pairwise frames: a run of n values nests about log2(n / 64) deep
@@ -158,7 +159,7 @@ def gen_reduceat(arg: str, name: str) -> str:
     L += ["        lo = s + 1", "        n = e - s - 1", "        lev = D",
           "        while lev > 0 and n > 0:",
           "            lev -= 1", "            bit = (j >> lev) & 1",
-          "            if n > 128:",
+          f"            if n > {PAIRWISE_LEAF}:",
           "                h = n // 2", "                h -= h % 8",
           "                if bit:", "                    lo += h", "                    n -= h",
           "                else:", "                    n = h",
@@ -201,7 +202,7 @@ def _pairwise(value, t: str, lo0: str, n0: str, res: str, ind0: str) -> list[str
     body = ["sp = 0", f"slo[0] = {lo0}", f"sn[0] = {n0}", "sph[0] = 0",
             "while sp >= 0:",
             "    m = sn[sp]",
-            "    if m > 128:",  # numpy's PW_BLOCKSIZE: split, the left half first
+            f"    if m > {PAIRWISE_LEAF}:",  # split, the left half first
             "        h = m // 2", "        h -= h % 8",
             "        slo[sp + 1] = slo[sp]", "        sn[sp + 1] = h",
             "        sph[sp + 1] = 0", "        sp += 1",
